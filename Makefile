@@ -1,0 +1,35 @@
+# Two commands do all set-up on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+# The CPU wheel of torch lies on local disk; install it first so that nothing
+# below pulls the multi-GB CUDA build from the index.
+WHEELS := $(wildcard /opt/wheels)
+FIND_LINKS := $(if $(WHEELS),--find-links $(WHEELS),)
+
+.PHONY: run test test-fast test-slow bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q $(FIND_LINKS) torch==2.13.0
+	$(PY) -m pip install -q $(FIND_LINKS) -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m cortex_exp -m row=core,graph,graph_boosts,graph_boosts_honest,graph_boosts_honest_full
+
+test: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider tests
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow" tests
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -m slow tests
+
+bench: $(STAMP)
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) mlflow.db mlruns/[0-9a-zA-Z]* golden/demo data/demo outputs multirun .cache

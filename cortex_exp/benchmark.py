@@ -1,0 +1,211 @@
+"""One benchmark run: data -> gates -> probe -> rankings -> row -> metrics -> MLflow.
+
+`run(settings)` is a plain function (tests call it without Hydra). The order of the steps is
+the order of the guarantees: nothing is measured against an unreachable MLflow, a stale golden
+set or a component that is down; a component that goes silent during the run fails the run.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import gates, metrics, pipeline, tracking
+from .corpus import Corpus, load_corpus
+from .dataprep import prepare_data
+from .errors import GateRefused
+from .golden import GoldenSet, load_golden
+from .ranking_cache import cache_key, cached_rankings
+from .report import table
+from .retrievers.base import Index, Ranking
+from .settings import RunSettings
+
+_INDEXES: dict[tuple[str, str], Index] = {}
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+@dataclass
+class Outcome:
+    run_id: str
+    means: dict[str, float]
+    per_query: list[dict]
+    tags: dict[str, str]
+    health: dict
+    warnings: list[str] = field(default_factory=list)
+
+
+def build_indexes(settings: RunSettings, corpus: Corpus) -> dict[str, Index]:
+    from .faults import wrap
+
+    out = {}
+    for name, spec in pipeline.components(settings.retriever, settings.cache_dir).items():
+        key = (repr(spec), corpus.fingerprint)
+        if key not in _INDEXES:
+            t0 = time.perf_counter()
+            _INDEXES[key] = spec.index(corpus)
+            log(f"indexed {name} {spec!r} over {len(corpus)} documents in {time.perf_counter() - t0:.1f}s")
+        out[name] = wrap(_INDEXES[key], settings.faults.get(name, "none"), f"faults.{name}")
+    return out
+
+
+def rank_components(settings: RunSettings, corpus: Corpus, indexes: dict[str, Index],
+                    texts: list[str]) -> dict[str, list[Ranking]]:
+    depth = settings.retriever.depth
+    specs = pipeline.components(settings.retriever, settings.cache_dir)
+    out = {}
+    for name, index in indexes.items():
+        def compute(index=index):
+            t0 = time.perf_counter()
+            result = index.search(texts, depth)
+            log(f"ranked {len(texts)} queries with {name} in {time.perf_counter() - t0:.1f}s")
+            return result
+
+        if settings.faults.get(name, "none") != "none":
+            out[name] = compute()
+            continue
+        key = cache_key(specs[name], corpus.fingerprint, texts, depth)
+        out[name], source = cached_rankings(key, settings.cache_dir, compute)
+        if source != "computed":
+            log(f"reused {name} rankings ({source} cache)")
+    return out
+
+
+def apply_row(settings: RunSettings, corpus: Corpus, golden: GoldenSet, base: list[Ranking]) -> tuple[list[Ranking], dict]:
+    """Row re-ranking; `core` returns `base` as is and reads no verdict."""
+    from .rows import ROWS, rerank
+
+    row = ROWS[settings.row]
+    if not (row.graph or row.boosts):
+        return base, {}
+    from .features import learn_features
+    from .servelog import load_serves
+
+    serves = load_serves(settings.data.serves) if settings.data.serves else None
+    features = learn_features(serves, corpus, settings_features(settings))
+    ranked = rerank(row, base, golden.queries, features, settings_features(settings), settings.retriever.depth)
+    return ranked, features.health()
+
+
+def settings_features(settings: RunSettings):
+    from .rows import FeatureParams
+
+    return FeatureParams(**settings.params.get("features", {}))
+
+
+def score_all(settings: RunSettings, corpus: Corpus, golden: GoldenSet, ranked: list[Ranking]) -> list[dict]:
+    positives, noise = golden.positives(), golden.noise()
+    rows = []
+    for query, ranking in zip(golden.queries, ranked):
+        top = metrics.cut(ranking.doc_ids, corpus.always_served, settings.ks)
+        values = metrics.score_query(top, positives[query.qid], noise[query.qid], settings.ks)
+        rows.append({"qid": query.qid, "project": query.project, **values, "top": top})
+    return rows
+
+
+def run_tags(settings: RunSettings, corpus: Corpus, golden: GoldenSet) -> dict[str, str]:
+    from .rows import ROWS
+
+    row = ROWS[settings.row]
+    return {"row": settings.row, "retriever": settings.retriever.name,
+            "decides": str(row.decides).lower(), "corpus_fingerprint": corpus.fingerprint,
+            "golden_id": golden.golden_id, "degraded": "false", "stale_override": "false",
+            "corpus_moved": "false", "loo": row.loo_note}
+
+
+def probe(settings: RunSettings, corpus: Corpus, indexes: dict[str, Index], degraded: list[str]) -> dict:
+    """COMPONENT DOWN stops the run before any MLflow run exists, unless overridden."""
+    from .probe import down_message, probe_all
+
+    results = probe_all(indexes, corpus)
+    for result in results:
+        if result.ok:
+            continue
+        if not settings.gates.allow_degraded:
+            raise GateRefused(down_message(result))
+        log(down_message(result).splitlines()[0] + "  [measuring anyway: gates.allow_degraded=true]")
+        degraded.append(f"component {result.name} down")
+    return {"components": results}
+
+
+def silence_gate(settings: RunSettings, rankings: dict[str, list[Ranking]], degraded: list[str]) -> tuple[dict, list[str]]:
+    """Shares of queries each retrieval component answered with nothing; the refusals."""
+    shares = gates.silence({name: [len(r) for r in rs] for name, rs in rankings.items()})
+    check = gates.check_silence(shares, settings.gates)
+    if not check.message:
+        return shares, []
+    if settings.gates.allow_degraded:
+        log(check.message + "\n  [measuring anyway: gates.allow_degraded=true]")
+        degraded += [f"component {c} silent" for c in check.components]
+        return shares, []
+    return shares, [check.message]
+
+
+def run(settings: RunSettings) -> Outcome:
+    uri = tracking.resolve_uri(settings.tracking_uri)
+    tracking.check_reachable(uri)
+    prepare_data(settings.data, log)
+    corpus, golden = load_corpus(settings.data.corpus), load_golden(settings.data.golden)
+    degraded: list[str] = []
+    warnings: list[str] = []
+
+    stale = gates.check_stale(golden, settings.gates)
+    if stale.overridden:
+        degraded.append("golden set stale")
+        warnings.append(stale.message)
+    drift = gates.corpus_drift(golden, corpus, settings.gates)
+    if drift.moved:
+        warnings.append(drift.message)
+    for w in warnings:
+        log(w)
+
+    indexes = build_indexes(settings, corpus)
+    health = probe(settings, corpus, indexes, degraded)
+    texts = [q.text for q in golden.queries]
+    rankings = rank_components(settings, corpus, indexes, texts)
+    shares, refusals = silence_gate(settings, rankings, degraded)
+    base = pipeline.combine(settings.retriever, rankings, settings.retriever.depth)
+    ranked, stores = apply_row(settings, corpus, golden, base)
+    per_query = score_all(settings, corpus, golden, ranked)
+    names = metrics.metric_names(settings.ks)
+    means = metrics.mean_scores(per_query, names)
+
+    tags = run_tags(settings, corpus, golden)
+    tags.update(degraded=str(bool(degraded)).lower(), stale_override=str(stale.overridden).lower(),
+                corpus_moved=str(drift.moved).lower())
+    if degraded:
+        tags["degraded_reasons"] = "; ".join(degraded)
+        log(gates.degraded_banner(degraded))
+    from .probe import health_record
+
+    health_json = health_record(health["components"], stores or {})
+    name = f"{settings.row}/{settings.retriever.name}"
+    with tracking.open_run(uri, settings.experiment, name, tags, settings.parent_run_id) as mlrun:
+        mlrun.log_params(settings.params)
+        mlrun.log_metrics({**means, "n_queries": len(per_query),
+                           **gates.silence_metrics(shares)})
+        mlrun.log_jsonl("per_query.jsonl", per_query)
+        mlrun.log_json("corpus_fingerprint.json", corpus.fingerprint_record())
+        mlrun.log_json("golden_manifest.json", golden.manifest)
+        mlrun.log_text("config.yaml", settings.config_yaml)
+        mlrun.log_json("health.json", health_json)
+        if degraded or warnings:
+            mlrun.log_text("warnings.txt", "\n".join(([gates.degraded_banner(degraded)] if degraded else []) + warnings) + "\n")
+        mlrun.log_golden_dataset(Path(settings.data.golden).name, golden.golden_id, settings.data.golden)
+        if refusals:
+            mlrun.set_tags({"refused": "silent"})
+            raise GateRefused("\n".join(refusals))
+    print(summary_table(settings, means, len(per_query), degraded))
+    return Outcome(mlrun.run_id, means, per_query, tags, health_json, warnings)
+
+
+def summary_table(settings: RunSettings, means: dict, n: int, degraded: list[str]) -> str:
+    names = metrics.metric_names(settings.ks)
+    title = f"{settings.row}/{settings.retriever.name}  ({n} queries)"
+    if degraded:
+        title = gates.degraded_banner(degraded) + "\n" + title
+    return table(["metric", "value"], [[m, means[m]] for m in names], title=title)

@@ -1,0 +1,39 @@
+"""File-level golden-set builds: from corpus + serve log paths, and rebuilds from a manifest."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from ..corpus import load_corpus
+from ..servelog import load_serves
+from .builder import build_golden
+from .sources import describe_inputs, source_path
+from .store import GoldenSet, load_golden, write_golden
+
+
+def build_from_files(corpus_path: Path, serves_path: Path, out_dir: Path,
+                     now: datetime | None = None) -> GoldenSet:
+    """Validate both inputs fully before anything is written."""
+    corpus = load_corpus(corpus_path)
+    serves = load_serves(serves_path)
+    source = {"kind": "serves", **describe_inputs(corpus=corpus_path, serves=serves_path)}
+    golden = build_golden(corpus, serves, source=source, now=now)
+    write_golden(golden, out_dir)
+    return golden
+
+
+def rebuild(golden_dir: Path, now: datetime | None = None) -> GoldenSet:
+    """Rebuild in place from the inputs the manifest names (part of every reindex)."""
+    from .beir import import_beir
+
+    golden_dir = Path(golden_dir)
+    manifest = load_golden(golden_dir).manifest
+    if manifest.get("source", {}).get("kind") == "beir":
+        return import_beir(source_path(manifest, "beir_dir", golden_dir), golden_dir, now=now)
+    return build_from_files(source_path(manifest, "corpus", golden_dir),
+                            source_path(manifest, "serves", golden_dir), golden_dir, now=now)
+
+
+def rebuild_command(golden_dir: Path) -> str:
+    return f"python -m cortex_exp.golden rebuild {golden_dir}"

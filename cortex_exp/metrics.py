@@ -1,0 +1,75 @@
+"""Per-query metrics of CONTRACT §4, and their means.
+
+A query's ranking has every `always_served` document of the corpus removed first; `top` is
+that list cut at the largest K (and at least 10, for nDCG@10).
+
+Metric names are the MLflow names (`recall_at_5`); `MEASURE_IDS` maps them one-to-one to the
+canonical ir_measures ids (`R@5`) used by the cross-check tests.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+LOWER_IS_BETTER_PREFIXES = ("noise_at_",)
+
+
+def metric_names(ks: Sequence[int]) -> list[str]:
+    ks = sorted(set(ks))
+    return ([f"recall_at_{k}" for k in ks] + [f"noise_at_{k}" for k in ks] + ["mrr", "ndcg_at_10"])
+
+
+def higher_is_better(name: str) -> bool:
+    return not name.startswith(LOWER_IS_BETTER_PREFIXES)
+
+
+def measure_id(name: str) -> str:
+    """`recall_at_5` -> `R@5`, `ndcg_at_10` -> `nDCG@10`, `mrr` -> `RR`; noise has no ir_measures id."""
+    if name == "mrr":
+        return "RR"
+    base, _, k = name.rpartition("_at_")
+    return {"recall": "R", "ndcg": "nDCG", "noise": "Noise"}[base] + "@" + k
+
+
+def cut(ranked: Iterable[str], always_served: frozenset[str] | set[str], ks: Sequence[int]) -> list[str]:
+    depth = max(max(ks), 10)
+    out = []
+    for doc_id in ranked:
+        if doc_id in always_served:
+            continue
+        out.append(doc_id)
+        if len(out) == depth:
+            break
+    return out
+
+
+@dataclass(frozen=True)
+class QueryScore:
+    qid: str
+    values: dict[str, float]
+    top: list[str]
+
+
+def score_query(top: Sequence[str], positives: set[str], noise: set[str], ks: Sequence[int]) -> dict[str, float]:
+    """Metrics of one query from its `top` list (always-served documents already removed)."""
+    if not positives:
+        raise ValueError("a golden query must have at least one positive")
+    values: dict[str, float] = {}
+    for k in sorted(set(ks)):
+        head = top[:k]
+        values[f"recall_at_{k}"] = sum(d in positives for d in head) / len(positives)
+    for k in sorted(set(ks)):
+        values[f"noise_at_{k}"] = sum(d in noise for d in top[:k]) / k
+    values["mrr"] = next((1.0 / (i + 1) for i, d in enumerate(top) if d in positives), 0.0)
+    dcg = sum(1.0 / math.log2(i + 2) for i, d in enumerate(top[:10]) if d in positives)
+    idcg = sum(1.0 / math.log2(i + 2) for i in range(min(len(positives), 10)))
+    values["ndcg_at_10"] = dcg / idcg
+    return values
+
+
+def mean_scores(per_query: Sequence[dict[str, float]], names: Sequence[str]) -> dict[str, float]:
+    if not per_query:
+        raise ValueError("no query to average over")
+    return {n: math.fsum(q[n] for q in per_query) / len(per_query) for n in names}

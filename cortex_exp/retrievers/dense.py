@@ -1,0 +1,111 @@
+"""`dense`: cosine similarity of sentence embeddings in a faiss `IndexFlatIP`.
+
+Documents are embedded as `Document.content` (title + "\\n" + text; an empty document embeds
+the empty string). Vectors are L2-normalized, so the inner product is the cosine. Embeddings
+of documents and queries go through the on-disk cache (`embed_cache`): only texts the cache
+lacks are encoded. Unlike the lexical sides, a dense search returns the top k even when the
+cosine is <= 0: every document has a similarity.
+
+torch is not imported here: `LocalEncoder` imports it when it first encodes something.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from ..corpus import Corpus
+from ..errors import ComponentError
+from .base import EMPTY, Index, Ranking, Retriever, sort_pairs
+from .embed_cache import CachedEncoder, EmbeddingCache
+from .encoders import LOCAL_MODEL, EndpointEncoder, Encoder, LocalEncoder
+
+
+@dataclass(frozen=True)
+class Dense(Retriever):
+    """The dense side. `endpoint` None: the packaged local model; else an OpenAI-compatible
+    embedding server at that URL serving `model`. `cache_dir` None: `.cache/embeddings` under
+    the current directory.
+
+    `encoder` injects an `Encoder` (tests use a fake one); it is left out of the value's
+    equality and repr, so it must carry `model_id == model` (`Dense.using` sees to that).
+    """
+
+    model: str = LOCAL_MODEL
+    endpoint: str | None = None
+    batch_size: int = 64
+    cache_dir: str | None = None
+    timeout: float = 30.0
+    show_progress: bool = field(default=True, compare=False, repr=False)
+    encoder: Encoder | None = field(default=None, compare=False, repr=False)
+    component = "dense"
+
+    @classmethod
+    def using(cls, encoder: Encoder, **params) -> Dense:
+        return cls(model=encoder.model_id, encoder=encoder, **params)
+
+    def make_encoder(self) -> Encoder:
+        if self.encoder is not None:
+            if self.encoder.model_id != self.model:
+                raise ValueError(f"injected encoder has model_id {self.encoder.model_id!r}, "
+                                 f"but Dense.model is {self.model!r}; use Dense.using(encoder)")
+            return self.encoder
+        if self.endpoint:
+            return EndpointEncoder(self.endpoint, self.model, self.timeout, self.batch_size)
+        return LocalEncoder(self.model, self.batch_size, self.show_progress)
+
+    def cached_encoder(self) -> CachedEncoder:
+        encoder = self.make_encoder()
+        root = Path(self.cache_dir) if self.cache_dir else None
+        return CachedEncoder(encoder, EmbeddingCache(root, encoder.model_id))
+
+    def index(self, corpus: Corpus) -> Index:
+        return DenseIndex([d.id for d in corpus.docs], [d.content for d in corpus.docs],
+                          self.cached_encoder())
+
+
+class DenseIndex(Index):
+    """Document vectors in a faiss `IndexFlatIP`; `embedder.encoded` counts fresh encodings."""
+
+    component = "dense"
+
+    def __init__(self, ids: list[str], texts: list[str], embedder: CachedEncoder):
+        self.ids = ids
+        self.embedder = embedder
+        vectors = embedder.encode(texts)
+        if vectors.shape[0] != len(ids):
+            raise ComponentError("dense", f"{len(ids)} documents but {vectors.shape[0]} vectors")
+        self.faiss = faiss.IndexFlatIP(vectors.shape[1])
+        self.faiss.add(np.ascontiguousarray(vectors))
+
+    def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        if not queries:
+            return []
+        if k <= 0:
+            return [EMPTY for _ in queries]
+        vectors = self.embedder.encode(list(queries))
+        if vectors.shape != (len(queries), self.faiss.d):
+            raise ComponentError("dense", f"query vectors have shape {vectors.shape}, "
+                                          f"expected ({len(queries)}, {self.faiss.d})")
+        return self._top(np.ascontiguousarray(vectors), min(k, len(self.ids)))
+
+    def _top(self, vectors: np.ndarray, k: int) -> list[Ranking]:
+        """Top k per query; ties at the cut are resolved by document id, so look one deeper
+        and, where the k-th and the next score tie, fetch everything tied."""
+        depth = min(k + 1, len(self.ids))
+        scores, rows = self.faiss.search(vectors, depth)
+        out = []
+        for q in range(len(vectors)):
+            s, r = scores[q], rows[q]
+            if depth > k and s[k - 1] == s[k]:
+                s, r = self._with_ties(vectors[q], s[k - 1])
+            out.append(sort_pairs({self.ids[i]: float(x) for i, x in zip(r, s) if i >= 0}, k))
+        return out
+
+    def _with_ties(self, vector: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+        lims, scores, rows = self.faiss.range_search(vector[None, :], float(np.nextafter(np.float32(floor), np.float32(-np.inf))))
+        return scores[lims[0]:lims[1]], rows[lims[0]:lims[1]]

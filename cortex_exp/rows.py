@@ -1,0 +1,114 @@
+"""The benchmark rows: the retriever alone (`core`), and with features learned from verdicts.
+
+| row | graph hop | boosts | leave-one-out | decides |
+|---|---|---|---|---|
+| `core` | off | off | - | yes |
+| `graph` | on | off | none | no |
+| `graph_boosts` | on | on | none | no |
+| `graph_boosts_honest` | on | on | boosts only (partial, as the original design) | no |
+| `graph_boosts_honest_full` | on | on | boosts and graph edges | no |
+
+Leave-one-out removes, per query, the contributions of **every** serve merged into that query
+(`Query.serve_ids`, repeats included).
+
+`core` is blind to the labels by construction: this module imports nothing that reads verdicts
+(`cortex_exp.servelog`, `cortex_exp.features`); the features package is imported lazily, and
+only when a non-core row reranks. `rerank` returns `core`'s base rankings untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .retrievers.base import Ranking
+
+if TYPE_CHECKING:  # type names only: nothing verdict-related is imported at run time
+    from .features import LearnedFeatures
+    from .golden import Query
+
+HONEST = ("none", "boosts", "full")
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    """One row of the table. `honest` says which features leave the query's own serves out."""
+
+    name: str
+    graph: bool
+    boosts: bool
+    honest: str = "none"
+    decides: bool = False
+    loo_note: str = ""
+
+    def __post_init__(self):
+        if self.honest not in HONEST:
+            raise ValueError(f"row {self.name!r}: honest={self.honest!r}; expected one of {', '.join(HONEST)}")
+
+
+@dataclass(frozen=True)
+class FeatureParams:
+    """How the learned features are built and applied (Hydra keys `features.<name>`).
+
+    hop: weight of a hop score relative to the seed's normalized score (0..1).
+    seeds: how many of the top base results seed the graph hop.
+    fanout: at most this many neighbours per seed, heaviest edges first.
+    co: weight of a co-serve edge (served with a document that helped) vs 1 per co-help.
+    boost: strength of the helpfulness prior added to the normalized score.
+    a, b: Beta prior of the helpfulness estimate (helped + a) / (helped + bad + a + b).
+    """
+
+    hop: float = 0.5
+    seeds: int = 10
+    fanout: int = 10
+    co: float = 0.25
+    boost: float = 0.5
+    a: float = 1.0
+    b: float = 1.0
+
+    def __post_init__(self):
+        bad = [f"features.{n}={getattr(self, n)!r} must be >= 0" for n in ("hop", "co", "boost")
+               if getattr(self, n) < 0]
+        bad += [f"features.{n}={getattr(self, n)!r} must be > 0" for n in ("a", "b") if getattr(self, n) <= 0]
+        bad += [f"features.{n}={getattr(self, n)!r} must be an int >= 0" for n in ("seeds", "fanout")
+                if not isinstance(getattr(self, n), int) or getattr(self, n) < 0]
+        if bad:
+            raise ValueError("; ".join(bad))
+
+
+_PARTIAL = ("partial leave-one-out: boosts leave out every serve merged into the query; "
+            "graph edges come from the full serve log")
+ROWS: dict[str, RowSpec] = {r.name: r for r in (
+    RowSpec("core", graph=False, boosts=False, decides=True, loo_note="no learned features"),
+    RowSpec("graph", graph=True, boosts=False, loo_note="none: graph edges from the full serve log"),
+    RowSpec("graph_boosts", graph=True, boosts=True,
+            loo_note="none: graph edges and boosts from the full serve log"),
+    RowSpec("graph_boosts_honest", graph=True, boosts=True, honest="boosts", loo_note=_PARTIAL),
+    RowSpec("graph_boosts_honest_full", graph=True, boosts=True, honest="full",
+            loo_note="full leave-one-out: boosts and graph edges leave out every serve merged into the query"),
+)}
+
+
+def row_spec(name: str) -> RowSpec:
+    """The row called `name`; a `ValueError` naming the known rows otherwise."""
+    try:
+        return ROWS[name]
+    except KeyError:
+        raise ValueError(f"row={name!r} is not a row; expected one of {', '.join(ROWS)}") from None
+
+
+def rerank(row: RowSpec, base: list[Ranking], queries: Sequence[Query],
+           features: LearnedFeatures | None, params: FeatureParams, k: int) -> list[Ranking]:
+    """The rankings of `row`: `base` itself for `core`, else base reranked by the features.
+
+    `base[i]` is the retriever's ranking of `queries[i]` (scores in its own scale).
+    A non-core row with `features=None` or empty features ranks like core, cut at k.
+    """
+    if len(base) != len(queries):
+        raise ValueError(f"{len(base)} base rankings for {len(queries)} queries; expected one per query")
+    if not (row.graph or row.boosts):
+        return base
+    from .features.apply import rerank_learned  # lazy: only non-core rows touch verdicts
+
+    return rerank_learned(row, base, queries, features, params, k)

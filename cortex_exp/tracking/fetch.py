@@ -1,0 +1,159 @@
+"""MLflow, the read side: find runs the way a user names them and pull what compare needs.
+
+A run is named by its MLflow run id, or by a selector: `core/bm25_v2` or `latest:core/bm25_v2`
+(the latest FINISHED run with that run name). Each fetched run brings its tags, params,
+`per_query.jsonl` and `corpus_fingerprint.json` (None when the run has none).
+The write side (the `comparisons` run) goes through `cortex_exp.tracking.open_run`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from . import check_reachable
+
+RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+DEFAULT_EXPERIMENT = "cortex_exp"
+
+
+@dataclass
+class RunRecord:
+    run_id: str
+    name: str
+    status: str
+    experiment_id: str
+    tags: dict[str, str]
+    params: dict[str, str]
+    per_query: list[dict[str, Any]] = field(default_factory=list)
+    fingerprint: dict[str, Any] | None = None
+
+    def tag(self, key: str, default: str = "") -> str:
+        return self.tags.get(key, default)
+
+    def flag(self, key: str) -> bool:
+        return self.tags.get(key, "").lower() == "true"
+
+    @property
+    def label(self) -> str:
+        return f"{self.run_id} ({self.name})" if self.name else self.run_id
+
+
+def connect(uri: str):
+    """An MlflowClient on `uri`; exit 4 when a server does not answer, exit 2 when a sqlite
+    store does not exist (reading it would create an empty one)."""
+    check_reachable(uri)
+    if uri.startswith("sqlite:///"):
+        db = Path(uri.removeprefix("sqlite:///"))
+        if not db.is_file():
+            raise InputError(f"no MLflow store at {uri} (file {db} does not exist); pass "
+                             "--tracking-uri or set MLFLOW_TRACKING_URI to the store the runs were logged to")
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def _experiment_ids(client, experiment: str | None) -> list[str]:
+    """The named experiment; with no name, `cortex_exp` if it exists, else every experiment."""
+    if experiment:
+        exp = client.get_experiment_by_name(experiment)
+        if exp is None:
+            raise InputError(f"--experiment {experiment!r}: no such experiment in this MLflow store")
+        return [exp.experiment_id]
+    exp = client.get_experiment_by_name(DEFAULT_EXPERIMENT)
+    if exp is not None:
+        return [exp.experiment_id]
+    return [e.experiment_id for e in client.search_experiments()]
+
+
+def find_run(client, selector: str, experiment: str | None = None):
+    """The MLflow run a user means by `selector` (run id, `NAME` or `latest:NAME`)."""
+    from mlflow.exceptions import MlflowException
+
+    name = selector.removeprefix("latest:")
+    if name == selector and RUN_ID.match(selector):
+        try:
+            return client.get_run(selector)
+        except MlflowException:
+            pass  # not a run id after all: try it as a run name
+    if "'" in name or not name:
+        raise InputError(f"run selector {selector!r}: expected a run id, NAME or latest:NAME (no quotes)")
+    runs = client.search_runs(
+        _experiment_ids(client, experiment),
+        filter_string=f"attributes.run_name = '{name}' and attributes.status = 'FINISHED'",
+        max_results=1, order_by=["attributes.start_time DESC"])
+    if not runs:
+        raise InputError(f"run selector {selector!r}: no FINISHED run named {name!r}"
+                         f"{f' in experiment {experiment!r}' if experiment else ''}; "
+                         "pass a run id, or a run name such as core/bm25_v2 (see `mlflow ui`)")
+    return runs[0]
+
+
+def _download_text(client, run_id: str, path: str) -> str | None:
+    from mlflow.exceptions import MlflowException
+
+    with tempfile.TemporaryDirectory(prefix="cortex_compare_") as tmp:
+        try:
+            local = client.download_artifacts(run_id, path, tmp)
+        except (MlflowException, OSError):
+            return None
+        return Path(local).read_text(encoding="utf-8")
+
+
+def parse_per_query(text: str, where: str) -> list[dict[str, Any]]:
+    """Lines of per_query.jsonl; every malformed line is reported at once (exit 2)."""
+    rows, problems = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{where}:{number}: not JSON ({exc.msg})")
+            continue
+        if not isinstance(row, dict) or not isinstance(row.get("qid"), str):
+            problems.append(f"{where}:{number}: expected an object with a string `qid`")
+            continue
+        rows.append(row)
+    if problems:
+        raise InputError(f"{where}: {len(problems)} malformed line(s)", problems)
+    return rows
+
+
+def load_run(client, run, with_fingerprint: bool = True) -> RunRecord:
+    """Tags, params and artifacts of one MLflow run; exit 2 when it has no per_query.jsonl."""
+    record = RunRecord(run.info.run_id, run.info.run_name or "", run.info.status,
+                       run.info.experiment_id, dict(run.data.tags), dict(run.data.params))
+    text = _download_text(client, record.run_id, "per_query.jsonl")
+    if text is None:
+        raise InputError(f"run {record.label}: has no per_query.jsonl artifact; "
+                         "only benchmark runs (python -m cortex_exp) can be compared")
+    record.per_query = parse_per_query(text, f"run {record.run_id} per_query.jsonl")
+    if with_fingerprint:
+        fp = _download_text(client, record.run_id, "corpus_fingerprint.json")
+        record.fingerprint = json.loads(fp) if fp else None
+    return record
+
+
+def fetch_run(client, selector: str, experiment: str | None = None) -> RunRecord:
+    return load_run(client, find_run(client, selector, experiment))
+
+
+def fetch_sweep(client, selector: str, experiment: str | None = None) -> tuple[RunRecord, list[RunRecord]]:
+    """The parent run of a sweep (tags and params only) and its FINISHED children, oldest first."""
+    parent = find_run(client, selector, experiment)
+    record = RunRecord(parent.info.run_id, parent.info.run_name or "", parent.info.status,
+                       parent.info.experiment_id, dict(parent.data.tags), dict(parent.data.params))
+    children = client.search_runs(
+        [record.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{record.run_id}' and attributes.status = 'FINISHED'",
+        max_results=5000, order_by=["attributes.start_time ASC"])
+    if not children:
+        raise InputError(f"--sweep {selector}: run {record.label} has no FINISHED child runs; "
+                         "pass the parent_run_id a multirun printed")
+    return record, [load_run(client, c, with_fingerprint=False) for c in children]

@@ -1,0 +1,72 @@
+"""Shared fixtures: tiny hand-checkable data, and a throwaway MLflow store per test."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def write_jsonl(path: Path, rows) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def doc(id, title="", text="", project="p1", kind="decision", always_served=False):
+    return {"id": id, "title": title, "text": text, "project": project, "kind": kind,
+            "always_served": always_served}
+
+
+def serve(serve_id, task, items, project="p1", ts="2026-11-20T10:00:00Z"):
+    return {"serve_id": serve_id, "ts": ts, "project": project, "task": task,
+            "items": [{"doc_id": d, "channel": ch, "rank": r, "verdict": v} for d, ch, r, v in items]}
+
+
+TINY_DOCS = [
+    doc("rule-1", "Always run the linter", "Run ruff before every commit.", kind="rule", always_served=True),
+    doc("d-retry", "Retry ingest worker on ECONNRESET", "Use exponential backoff in ingest_worker.py when the socket resets."),
+    doc("d-invoice", "Invoice rounding for JPY", "JPY has no minor unit; round invoice totals with round_half_even."),
+    doc("d-cache", "Cache invalidation for user profiles", "Invalidate the profile cache on every write to users table."),
+    doc("d-auth", "Auth gateway token refresh", "Refresh tokens in authGateway.refreshToken before expiry."),
+    doc("d-flaky", "Flaky test in test_invoice_rounding", "The flaky test depends on the currency fixture order."),
+]
+
+TINY_SERVES = [
+    serve("s1", "Fix flaky test in test_invoice_rounding for JPY",
+          [("rule-1", "always", None, "noise"), ("d-flaky", "search", 1, "helped"), ("d-invoice", "search", 2, "helped"),
+           ("d-cache", "search", 3, "noise")]),
+    serve("s2", "fix flaky  test in test_invoice_rounding for jpy ",
+          [("rule-1", "always", None, None), ("d-flaky", "search", 1, "noise"), ("d-auth", "search", 2, "wrong")]),
+    serve("s3", "Add retry to ingest worker on ECONNRESET",
+          [("rule-1", "always", None, None), ("d-retry", "search", 1, "helped"), ("d-gone", "graph", 2, "helped")]),
+    serve("s4", "Refresh the auth token before expiry",
+          [("rule-1", "always", None, None), ("d-auth", "search", 1, "noise")]),
+    serve("s5", "Speed up profile page", [("rule-1", "always", None, None), ("d-gone", "search", 1, "helped")]),
+]
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    """corpus.jsonl + serves.jsonl of TINY_*; returns (corpus_path, serves_path)."""
+    return (write_jsonl(tmp_path / "corpus.jsonl", TINY_DOCS), write_jsonl(tmp_path / "serves.jsonl", TINY_SERVES))
+
+
+@pytest.fixture
+def mlflow_uri(tmp_path, monkeypatch):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    return uri
+
+
+def run_cli(args: list[str], cwd: Path, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    """Run `python -m <args>` the way a user would, in `cwd`."""
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run([sys.executable, "-m", *args], cwd=cwd, env=full_env, capture_output=True,
+                          text=True, timeout=timeout)

@@ -1,0 +1,105 @@
+"""The golden-set builder on a log small enough to check by hand (see conftest.TINY_SERVES)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from conftest import TINY_DOCS, TINY_SERVES, doc, run_cli, serve, write_jsonl
+from cortex_exp.corpus import load_corpus
+from cortex_exp.errors import InputError
+from cortex_exp.golden import load_golden
+from cortex_exp.golden.build import build_from_files, rebuild
+from cortex_exp.golden.builder import build_golden, normalize_task
+from cortex_exp.servelog import load_serves
+
+
+def test_normalize_task():
+    assert normalize_task("  Fix  flaky\tTest ") == "fix flaky test"
+
+
+def test_four_filters_counted_by_hand(tiny, tmp_path):
+    golden = build_from_files(*tiny, tmp_path / "g")
+    m = golden.manifest
+    # rule-1 is served on channel `always` in all 5 serves; s2 repeats s1's task;
+    # d-gone (not in the corpus) helped in s3 and s5; s4 (only noise) and s5 (only d-gone) keep no positive.
+    assert m["filters"] == {"always_served": 5, "repeat": 1, "retired_positive": 2, "no_positive": 2}
+    # q(s1+s2): d-flaky helped in s1 (noise in s2) -> positive; d-invoice positive; d-cache noise;
+    # d-auth wrong -> noise. q(s3): d-retry positive.
+    assert {k: m["counts"][k] for k in ("queries", "projects", "positives", "noise", "wrong")} == \
+        {"queries": 2, "projects": 1, "positives": 3, "noise": 2, "wrong": 1}
+    merged = next(q for q in golden.queries if "s2" in q.serve_ids)
+    assert merged.serve_ids == ("s1", "s2")
+    labels = {(j.doc_id, j.label) for j in golden.judgments if j.qid == merged.qid}
+    assert labels == {("d-flaky", "positive"), ("d-invoice", "positive"), ("d-cache", "noise"), ("d-auth", "noise")}
+
+
+def test_manifest_fields_and_files(tiny, tmp_path):
+    out = tmp_path / "g"
+    golden = build_from_files(*tiny, out)
+    m = json.loads((out / "manifest.json").read_text())
+    corpus = load_corpus(tiny[0])
+    assert m["corpus_size"] == 6 and m["corpus_fingerprint"] == corpus.fingerprint
+    assert m["built_at"].endswith("Z")
+    assert set(m["source"]) >= {"corpus", "serves"} and len(m["source"]["serves"]["sha256"]) == 64
+    assert "served" in m["known_bias"]
+    assert json.loads((out / "corpus_hashes.json").read_text()) == corpus.hashes
+    assert (out / "golden_id").read_text().strip() == golden.golden_id == m["golden_id"]
+    assert [json.loads(l)["serve_ids"] for l in (out / "queries.jsonl").read_text().splitlines()]
+
+
+def test_golden_id_depends_on_content_not_place_or_time(tiny, tmp_path):
+    a = build_from_files(*tiny, tmp_path / "a")
+    b = build_from_files(*tiny, tmp_path / "elsewhere" / "b")
+    assert a.golden_id == b.golden_id
+    assert load_golden(tmp_path / "a").golden_id == a.golden_id
+    shuffled = [dict(s) for s in TINY_SERVES]
+    shuffled[0] = {**shuffled[0], "items": shuffled[0]["items"][:2]}  # drops d-invoice, d-cache
+    c = build_from_files(tiny[0], write_jsonl(tmp_path / "s2.jsonl", shuffled), tmp_path / "c")
+    assert c.golden_id != a.golden_id
+
+
+def test_zero_queries_is_an_error_showing_each_filter(tmp_path):
+    corpus = write_jsonl(tmp_path / "c.jsonl", TINY_DOCS)
+    serves = write_jsonl(tmp_path / "s.jsonl", [TINY_SERVES[3], TINY_SERVES[4]])
+    with pytest.raises(InputError) as err:
+        build_from_files(corpus, serves, tmp_path / "g")
+    assert "always_served=2, repeat=0, retired_positive=1, no_positive=2" in str(err.value)
+    assert not (tmp_path / "g").exists()
+
+
+def test_rebuild_in_place_from_manifest_inputs(tiny, tmp_path):
+    out = tmp_path / "g"
+    first = build_from_files(*tiny, out)
+    again = rebuild(out)
+    assert again.golden_id == first.golden_id and again.manifest["built_at"] >= first.manifest["built_at"]
+    r = run_cli(["cortex_exp.golden", "rebuild", str(out)], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "golden_id " + first.golden_id in r.stdout
+
+
+def test_cli_build_prints_counts(tiny, tmp_path):
+    r = run_cli(["cortex_exp.golden", "build", "--corpus", str(tiny[0]), "--serves", str(tiny[1]),
+                 "--out", str(tmp_path / "g")], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "queries 2" in r.stdout and "retired_positive 2" in r.stdout
+
+
+def test_import_beir(tmp_path):
+    beir = tmp_path / "beir"
+    write_jsonl(beir / "corpus.jsonl", [{"_id": "d1", "title": "A", "text": "alpha"},
+                                        {"_id": "d2", "title": "", "text": "beta"}])
+    write_jsonl(beir / "queries.jsonl", [{"_id": "q1", "text": "alpha?"}, {"_id": "q2", "text": "beta?"},
+                                         {"_id": "q3", "text": "gamma?"}])
+    (beir / "qrels").mkdir()
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\t0\nq2\td2\t0\nq3\tgone\t2\n")
+    r = run_cli(["cortex_exp.golden", "import-beir", str(beir), "--out", str(tmp_path / "out")], tmp_path)
+    assert r.returncode == 0, r.stderr
+    g = load_golden(tmp_path / "out")
+    assert [q.qid for q in g.queries] == ["q1"] and g.queries[0].project is None
+    assert {(j.doc_id, j.label) for j in g.judgments} == {("d1", "positive"), ("d2", "noise")}
+    assert g.manifest["filters"]["no_positive"] == 2 and g.manifest["filters"]["retired_positive"] == 1
+    corpus = load_corpus(tmp_path / "out" / "corpus.jsonl")
+    assert corpus.by_id["d1"].kind == "document" and corpus.by_id["d1"].project is None
