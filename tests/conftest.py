@@ -70,3 +70,33 @@ def run_cli(args: list[str], cwd: Path, env: dict | None = None, timeout: int = 
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.run([sys.executable, "-m", *args], cwd=cwd, env=full_env, capture_output=True,
                           text=True, timeout=timeout)
+
+
+def compose(overrides: list[str]):
+    """The real Hydra config, composed the way `python -m cortex_exp` does, as RunSettings."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_module
+
+    from cortex_exp.hydra_edge import settings_from_cfg
+
+    with initialize_config_module(config_module="cortex_exp.conf", version_base="1.3"):
+        cfg = hydra_compose(config_name="config", overrides=overrides)
+    return settings_from_cfg(cfg)
+
+
+@pytest.fixture
+def demo_dir(tmp_path_factory):
+    """A working directory holding the generated demo data and its golden set (built once per test)."""
+    from cortex_exp.dataprep import prepare_data
+    from cortex_exp.settings import DataSettings
+
+    root = tmp_path_factory.mktemp("demo")
+    data = DataSettings(corpus=root / "data/demo/corpus.jsonl", golden=root / "golden/demo",
+                        serves=root / "data/demo/serves.jsonl", generate=True, seed=7)
+    prepare_data(data, lambda m: None)
+    return root
+
+
+def files_overrides(root: Path, uri: str) -> list[str]:
+    return ["data=files", f"data.corpus={root}/data/demo/corpus.jsonl", f"data.golden={root}/golden/demo",
+            f"data.serves={root}/data/demo/serves.jsonl", f"mlflow.tracking_uri={uri}"]

@@ -71,14 +71,21 @@ def test_priors_are_beta_smoothed_and_centred():
     assert centred_prior(np.array([0]), np.array([0]), 2.0, 5.0)[0] == 0.0
 
 
+def hop(f, seeds: dict[int, float], **kw) -> dict[int, float]:
+    return hop_scores(f, np.array(list(seeds)), np.array(list(seeds.values())), **kw)
+
+
 def test_hop_scores_by_hand():
     f = learn_features(HAND_LOG, corpus(), FeatureParams(co=0.25))
-    # seed c (score 0.8): edges c->a 0.5, c->b 0.25; heaviest is 0.5
-    assert hop_scores(f, [(C, 0.8)], hop=0.5, fanout=10) == {A: 0.8 * 0.5, B: 0.8 * (0.25 / 0.5) * 0.5}
-    assert hop_scores(f, [(C, 0.8)], hop=0.5, fanout=1) == {A: 0.8 * 0.5}
-    # a reached from seeds c and b keeps the max: from b 1.0 * 1.0 * 0.5, from c 0.8 * 0.5
-    assert hop_scores(f, [(C, 0.8), (B, 1.0)], hop=0.5, fanout=10)[A] == 1.0 * 0.5
-    assert hop_scores(f, [(E, 1.0)], hop=0.5, fanout=10) == {}
+    # seed c (score 0.8): edges c->a 0.5, c->b 0.25; the heaviest is 0.5
+    assert hop(f, {C: 0.8}, hop=0.5, fanout=10) == pytest.approx({A: 0.8 * 0.5 * 0.5 / 0.5,
+                                                                   B: 0.8 * 0.5 * 0.25 / 0.5})
+    assert hop(f, {C: 0.8}, hop=0.5, fanout=1) == pytest.approx({A: 0.8 * 0.5})
+    # a, reached from seeds c and b, keeps the max: from b 1.0 * 0.5 * 1/1, from c 0.8 * 0.5 * 0.5/0.5
+    assert hop(f, {C: 0.8, B: 1.0}, hop=0.5, fanout=10)[A] == pytest.approx(1.0 * 0.5)
+    assert hop(f, {E: 1.0}, hop=0.5, fanout=10) == {}
+    # co = 0: co-serve edges weigh nothing and are skipped
+    assert hop(learn_features(HAND_LOG, corpus(), FeatureParams(co=0.0)), {C: 0.8}, hop=0.5, fanout=10) == {}
 
 
 def random_log(rng: random.Random, n_serves: int, ids: list[str]) -> list[Serve]:

@@ -1,0 +1,229 @@
+"""`python -m cortex_exp.compare` end to end on runs logged to a tmp sqlite MLflow store."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import mlflow
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from cortex_exp.compare import main
+
+KEYS = {"run_a", "run_b", "n_queries", "decides", "warnings", "ci", "seed", "metrics"}
+METRIC_KEYS = {"mean_a", "mean_b", "diff", "ci_low", "ci_high", "half_width", "p_value", "wins",
+               "ties", "losses", "queries_needed", "higher_is_better", "verdict"}
+DOCS = {f"d{i:02d}": f"hash{i}" for i in range(40)}
+NEW = ["n1", "n2", "n3"]
+
+
+def per_query(seed: int, shift: float = 0.0, n: int = 30, projects=True, top_extra=None, qids=None):
+    """Queries q00.. over projects p0..p4; recall/noise on a 0.2 grid, B shifted by `shift`."""
+    rng = np.random.default_rng(seed)
+    base = np.random.default_rng(99).integers(0, 6, n) / 5
+    rows = []
+    for i, q in enumerate(qids or [f"q{i:02d}" for i in range(n)]):
+        r5 = float(np.clip(base[i % n] + shift + rng.choice([-0.2, 0, 0.2]), 0, 1))
+        top = [f"d{(i + j) % 40:02d}" for j in range(24)]
+        if top_extra and q in top_extra:
+            top[5] = top_extra[q]
+        rows.append({"qid": q, "project": f"p{i % 5}" if projects else None,
+                     "recall_at_5": r5, "recall_at_24": min(1.0, r5 + 0.2),
+                     "noise_at_5": float(rng.choice([0, 0.2, 0.4])), "mrr": r5 / 2,
+                     "ndcg_at_10": r5 * 0.8, "top": top})
+    return rows
+
+
+def log_run(exp_id, name, rows, docs=DOCS, golden="g1", parent=None, params=None, **tags):
+    row, retriever = name.split("/")
+    all_tags = {"row": row, "retriever": retriever, "decides": str(row == "core").lower(),
+                "golden_id": golden, "corpus_fingerprint": str(hash(frozenset(docs.items()))),
+                "degraded": "false", **tags}
+    if parent:
+        all_tags["mlflow.parentRunId"] = parent
+    with mlflow.start_run(experiment_id=exp_id, run_name=name, tags=all_tags) as run:
+        if params:
+            mlflow.log_params(params)
+        mlflow.log_text("".join(json.dumps(r) + "\n" for r in rows), "per_query.jsonl")
+        mlflow.log_dict({"fingerprint": all_tags["corpus_fingerprint"], "size": len(docs),
+                         "documents": docs}, "corpus_fingerprint.json")
+    time.sleep(0.01)  # distinct start times for `latest:` selection
+    return run.info.run_id
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("mlflow")
+    uri = f"sqlite:///{tmp}/mlflow.db"
+    mlflow.set_tracking_uri(uri)
+    exp = mlflow.create_experiment("cortex_exp", artifact_location=(tmp / "mlruns").as_uri())
+    mlflow.create_experiment("comparisons", artifact_location=(tmp / "mlruns_cmp").as_uri())
+    moved = {"q03": "n1", "q07": "n2", "q11": "n3"}
+    runs = {
+        "v1": log_run(exp, "core/bm25_v1", per_query(1)),
+        "v2": log_run(exp, "core/bm25_v2", per_query(2, shift=0.15)),
+        "gb": log_run(exp, "graph_boosts/bm25_v2", per_query(3)),
+        "moved": log_run(exp, "core/hybrid", per_query(2, shift=0.15, top_extra=moved),
+                         docs={**DOCS, **{d: "h" + d for d in NEW}}),
+        "g2": log_run(exp, "core/dense", per_query(4, qids=[f"q{i:02d}" for i in range(3, 32)]), golden="g2"),
+        "deg": log_run(exp, "core/bm25_v2", per_query(5), degraded="true"),
+        "noproj_a": log_run(exp, "core/bm25_v1", per_query(6, projects=False)),
+        "noproj_b": log_run(exp, "core/bm25_v1", per_query(7, projects=False)),
+        "same": log_run(exp, "core/bm25_v1", per_query(1)),
+    }
+    runs["sweep"] = log_sweep(exp)
+    runs["latest_v2"] = log_run(exp, "core/bm25_v2", per_query(2, shift=0.15))
+    mlflow.set_tracking_uri(None)
+    return uri, runs
+
+
+def log_sweep(exp_id) -> str:
+    with mlflow.start_run(experiment_id=exp_id, run_name="sweep/hybrid", tags={"sweep": "true"}) as parent:
+        mlflow.log_param("sweep.param", "retriever.fusion.weight")
+    for w, seed in ((0.0, 11), (0.5, 12), (1.0, 13)):
+        log_run(exp_id, "core/hybrid", per_query(seed, shift=0.1 * (w == 0.5)), parent=parent.info.run_id,
+                params={"retriever.fusion.weight": w})
+    return parent.info.run_id
+
+
+def run_json(capsys, uri, *args):
+    code = main([*args, "--tracking-uri", uri, "--json", "--no-log"])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if code == 0 else None), err
+
+
+def rows_of(uri, run_id):
+    path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="per_query.jsonl", tracking_uri=uri)
+    return {r["qid"]: r for r in map(json.loads, open(path))}
+
+
+def test_two_core_runs_decide_and_match_scipy(store, capsys):
+    uri, runs = store
+    code, res, err = run_json(capsys, uri, runs["v1"], runs["v2"])
+    assert code == 0 and set(res) == KEYS and res["decides"] is True and res["warnings"] == []
+    assert res["ci"] == "t" and res["seed"] is None and res["n_queries"] == 30
+    a, b = rows_of(uri, runs["v1"]), rows_of(uri, runs["v2"])
+    for name, m in res["metrics"].items():
+        assert set(m) == METRIC_KEYS
+        va, vb = (np.array([rows[q][name] for q in sorted(rows)]) for rows in (a, b))
+        ci = sps.ttest_rel(vb, va).confidence_interval(0.95)
+        if np.any(va != vb):
+            assert m["ci_low"] == pytest.approx(ci.low, abs=1e-9) and m["ci_high"] == pytest.approx(ci.high, abs=1e-9)
+        holds_zero = m["ci_low"] <= 0 <= m["ci_high"]
+        assert (m["verdict"] == "indistinguishable") == holds_zero
+    assert res["metrics"]["recall_at_5"]["verdict"] == "better"
+    assert res["metrics"]["noise_at_5"]["higher_is_better"] is False
+
+
+def test_selectors_and_table_output(store, capsys):
+    uri, runs = store
+    code = main(["core/bm25_v1", "latest:core/bm25_v2", "--tracking-uri", uri])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert runs["latest_v2"] in out and "recall_at_5" in out and "W/T/L" in out
+    assert "effects below ±" in out and "detecting 0.05 needs" in out
+    assert "comparison_run_id: " in out.strip().splitlines()[-1]
+    comp_id = out.strip().splitlines()[-1].split(": ")[1]
+    comp = mlflow.MlflowClient(uri).get_run(comp_id)
+    assert comp.data.tags["run_b"] == runs["latest_v2"] and comp.data.tags["decides"] == "true"
+    assert "diff_recall_at_5" in comp.data.metrics
+    names = {f.path for f in mlflow.MlflowClient(uri).list_artifacts(comp_id)}
+    assert {"report.md", "diffs.png", "compare.json"} <= names
+
+
+def test_core_vs_graph_boosts_is_reference_only(store, capsys):
+    uri, runs = store
+    code, res, err = run_json(capsys, uri, runs["v1"], runs["gb"])
+    assert code == 0 and res["decides"] is False
+    assert any("reference only — this comparison does not decide" in w.lower() for w in res["warnings"])
+    assert "WARNING: REFERENCE ONLY" in err
+
+
+def test_three_added_documents_warn_with_ids_and_queries(store, capsys):
+    uri, runs = store
+    code, res, err = run_json(capsys, uri, runs["v2"], runs["moved"])
+    line = next(w for w in err.splitlines() if w.startswith("WARNING: FINGERPRINTS DIFFER"))
+    assert "3 added, 0 removed, 0 changed" in line and "n1, n2, n3" in line
+    assert "3 of 30 queries" in line and "q03, q07, q11" in line
+    assert res["decides"] is True  # different corpora warn, and do not by themselves stop a decision
+
+
+def test_golden_mismatch_refused_then_shared_queries(store, capsys):
+    uri, runs = store
+    code, _, err = run_json(capsys, uri, runs["v1"], runs["g2"])
+    assert code == 2 and "golden sets differ" in err and "--shared-queries" in err
+    code, res, err = run_json(capsys, uri, runs["v1"], runs["g2"], "--shared-queries")
+    assert code == 0 and res["n_queries"] == 27 and res["decides"] is False
+    assert "dropped 3 from run A and 2 from run B" in err
+
+
+def test_degraded_run_does_not_decide(store, capsys):
+    uri, runs = store
+    code, res, err = run_json(capsys, uri, runs["v1"], runs["deg"])
+    assert code == 0 and res["decides"] is False and "WARNING: DEGRADED" in err
+
+
+def test_identical_runs_give_zero_interval(store, capsys):
+    uri, runs = store
+    code, res, _ = run_json(capsys, uri, runs["v1"], runs["same"], "--ci", "bootstrap", "--holm")
+    assert code == 0 and res["seed"] == 0
+    for m in res["metrics"].values():
+        assert (m["ci_low"], m["ci_high"], m["p_value"], m["verdict"]) == (0.0, 0.0, 1.0, "indistinguishable")
+
+
+def test_bootstrap_and_cluster_are_seeded(store, capsys):
+    uri, runs = store
+    args = (runs["v1"], runs["v2"], "--ci", "cluster", "--seed", "7", "--metric", "recall_at_5")
+    first, second = run_json(capsys, uri, *args)[1], run_json(capsys, uri, *args)[1]
+    assert first == second and first["seed"] == 7 and first["ci"] == "cluster"
+    assert list(first["metrics"]) == ["recall_at_5"]
+    bca = run_json(capsys, uri, *args, "--bootstrap-kind", "bca")[1]
+    assert bca["metrics"]["recall_at_5"]["ci_low"] != first["metrics"]["recall_at_5"]["ci_low"]
+
+
+def test_cluster_without_projects_falls_back(store, capsys):
+    uri, runs = store
+    code, res, err = run_json(capsys, uri, runs["noproj_a"], runs["noproj_b"], "--ci", "cluster")
+    assert code == 0 and res["ci"] == "bootstrap" and "CLUSTER FALLBACK" in err
+
+
+def test_json_is_the_only_stdout_and_strict(store, capsys):
+    uri, runs = store
+    code = main([runs["v1"], runs["v2"], "--tracking-uri", uri, "--json"])
+    out, err = capsys.readouterr()
+    res = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+    assert code == 0 and set(res) == KEYS and "comparison_run_id: " in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nope/none", "core/bm25_v1"], "no FINISHED run named 'nope/none'"),
+    (["core/bm25_v1"], "expected two runs"),
+    (["core/bm25_v1", "core/bm25_v2", "--metric", "recall_at_99"], "--metric recall_at_99"),
+    (["core/bm25_v1", "core/bm25_v2", "--ci", "z"], "invalid choice"),
+])
+def test_bad_usage_is_exit_2_with_a_message(store, capsys, args, message):
+    uri, _ = store
+    assert main([*args, "--tracking-uri", uri, "--no-log"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_missing_store_and_unreachable_server(tmp_path, capsys):
+    assert main(["a", "b", "--tracking-uri", f"sqlite:///{tmp_path}/none.db"]) == 2
+    assert main(["a", "b", "--tracking-uri", "http://127.0.0.1:9"]) == 4
+    assert "MLFLOW UNREACHABLE: http://127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_sweep_reports_best_weight_and_cv(store, capsys):
+    uri, runs = store
+    code = main(["--sweep", runs["sweep"], "--tracking-uri", uri, "--json", "--metric", "recall_at_5"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    res = json.loads(out)["metrics"]["recall_at_5"]
+    assert res["weights"] == [0.0, 0.5, 1.0] and res["best_weight"] == 0.5
+    assert res["cv_kind"] == "leave-one-project-out" and res["n_folds"] == 5
+    assert res["optimism"] == pytest.approx(res["in_sample"] - res["cv_estimate"])
+    code = main(["--sweep", runs["sweep"], "--tracking-uri", uri])
+    out = capsys.readouterr().out
+    assert code == 0 and "<- best" in out and "cross-validated estimate" in out and "optimism" in out

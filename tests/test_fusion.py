@@ -1,0 +1,181 @@
+"""Fusion by hand-checkable arithmetic, the hybrid value, and a cross-check against ranx (slow:
+ranx compiles numba on its first call)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from cortex_exp.corpus import Corpus, Document
+from cortex_exp.errors import InputError
+from cortex_exp.retrievers.base import Ranking
+from cortex_exp.retrievers.bm25_v2 import Bm25V2
+from cortex_exp.retrievers.dense import Dense
+from cortex_exp.retrievers.fusion import fuse_rrf, fuse_weighted, min_max
+from cortex_exp.retrievers.hybrid import Hybrid, fuse
+from fake_encoder import DownEncoder, FakeEncoder
+
+LEX = Ranking(("d1", "d2", "d3"), (9.0, 5.0, 1.0))   # min-max: d1 1, d2 0.5, d3 0
+DENSE = Ranking(("d3", "d4", "d1"), (0.8, 0.6, 0.4))  # min-max: d3 1, d4 0.5, d1 0
+
+
+def scores(r: Ranking) -> dict[str, float]:
+    return dict(zip(r.doc_ids, r.scores))
+
+
+def test_rrf_by_hand():
+    [r] = fuse_rrf([[LEX], [DENSE]], k=10)
+    s = scores(r)
+    assert s["d1"] == 1 / (60 + 1) + 1 / (60 + 3)
+    assert s["d3"] == 1 / (60 + 3) + 1 / (60 + 1)
+    assert s["d2"] == 1 / (60 + 2)  # returned by the lexical side only: the dense side adds 0
+    assert s["d4"] == 1 / (60 + 2)
+    assert r.doc_ids == ("d1", "d3", "d2", "d4")  # equal scores: by document id
+
+
+def test_rrf_k_changes_the_constant():
+    [r] = fuse_rrf([[LEX], [DENSE]], k=1, rrf_k=0)
+    assert r == Ranking(("d1",), (1 / 1 + 1 / 3,))
+
+
+def test_weighted_by_hand():
+    [r] = fuse_weighted([LEX], [DENSE], weight=0.25, k=10)
+    s = scores(r)
+    assert s["d1"] == pytest.approx(0.25 * 0 + 0.75 * 1)      # 0.75
+    assert s["d2"] == pytest.approx(0.25 * 0 + 0.75 * 0.5)    # lexical only: dense gives 0
+    assert s["d3"] == pytest.approx(0.25 * 1 + 0.75 * 0)      # 0.25
+    assert s["d4"] == pytest.approx(0.25 * 0.5 + 0.75 * 0)    # dense only: lexical gives 0
+    assert r.doc_ids == ("d1", "d2", "d3", "d4")
+
+
+def test_weight_one_is_the_dense_order_and_zero_the_lexical_order():
+    [dense_only] = fuse_weighted([LEX], [DENSE], weight=1.0, k=10)
+    assert dense_only.doc_ids[:3] == DENSE.doc_ids and dense_only.doc_ids[3:] == ("d2",)
+    [lex_only] = fuse_weighted([LEX], [DENSE], weight=0.0, k=10)
+    # d3 scores 0 on both lists' terms (it is the lexical last) yet comes before dense-only d4
+    assert lex_only.doc_ids[:3] == LEX.doc_ids and lex_only.doc_ids[3:] == ("d4",)
+
+
+def test_min_max_of_a_flat_side_is_one():
+    assert min_max(Ranking(("a",), (3.0,))) == {"a": 1.0}
+    assert min_max(Ranking(("a", "b"), (2.0, 2.0))) == {"a": 1.0, "b": 1.0}
+    assert min_max(Ranking((), ())) == {}
+
+
+def test_a_side_with_nothing_leaves_the_other():
+    empty = Ranking((), ())
+    [r] = fuse_weighted([empty], [DENSE], weight=0.5, k=10)
+    assert r.doc_ids == DENSE.doc_ids
+    [r] = fuse_rrf([[LEX], [empty]], k=2)
+    assert r.doc_ids == ("d1", "d2")
+
+
+def test_fuse_dispatches_and_checks():
+    assert fuse("rrf", [LEX], [DENSE], 0.5, 60, 10) == fuse_rrf([[LEX], [DENSE]], 10)
+    assert fuse("weighted", [LEX], [DENSE], 0.5, 60, 10) == fuse_weighted([LEX], [DENSE], 0.5, 10)
+    with pytest.raises(InputError, match="retriever.fusion.method"):
+        fuse("max", [LEX], [DENSE], 0.5, 60, 10)
+    with pytest.raises(InputError, match="retriever.fusion.weight"):
+        fuse("weighted", [LEX], [DENSE], 1.5, 60, 10)
+    with pytest.raises(ValueError, match="numbers of queries"):
+        fuse("rrf", [LEX, LEX], [DENSE], 0.5, 60, 10)
+
+
+# --- the hybrid value ------------------------------------------------------------------
+
+CORPUS = Corpus([
+    Document("d-invoice", "Invoice rounding for JPY", "round invoice totals", None, "d"),
+    Document("d-retry", "Retry ingest worker", "retry with backoff", None, "d"),
+    Document("d-cache", "Cache invalidation", "invalidate the cache on write", None, "d"),
+    Document("d-auth", "Auth token refresh", "refresh auth tokens", None, "d"),
+])
+
+
+def hybrid(tmp_path, encoder=None, **params) -> Hybrid:
+    dense = Dense.using(encoder or FakeEncoder(), cache_dir=str(tmp_path), show_progress=False)
+    return Hybrid(lexical=Bm25V2(), dense=dense, **params)
+
+
+def test_hybrid_value_and_validation(tmp_path):
+    h = hybrid(tmp_path, method="weighted", weight=0.25)
+    assert h == hybrid(tmp_path, method="weighted", weight=0.25) and hash(h)
+    assert "weight=0.25" in repr(h)
+    assert set(h.sides) == {"lexical", "dense"}
+    with pytest.raises(InputError, match="method"):
+        hybrid(tmp_path, method="max")
+    with pytest.raises(InputError, match="weight"):
+        hybrid(tmp_path, weight=-0.1)
+
+
+@pytest.mark.parametrize("method", ["rrf", "weighted"])
+def test_hybrid_contract(tmp_path, method):
+    spec = hybrid(tmp_path, method=method, depth=3)
+    index = spec.index(CORPUS)
+    queries = ["invoice jpy", "retry", "cache auth", "zebra"]
+    first = index.search(queries, 2)
+    assert len(first) == len(queries)
+    for r in first:
+        assert 0 < len(r) <= 2 and list(r.scores) == sorted(r.scores, reverse=True)
+    assert first[0].doc_ids[0] == "d-invoice" and first[1].doc_ids[0] == "d-retry"
+    assert index.search(queries, 2) == first
+    # what a runner does with cached side rankings gives the same thing
+    lex, dense = spec.lexical.index(CORPUS).search(queries, 3), spec.dense.index(CORPUS).search(queries, 3)
+    assert spec.fuse(lex, dense, 2) == first
+
+
+def test_hybrid_with_a_broken_side_raises(tmp_path):
+    from cortex_exp.errors import ComponentError
+
+    with pytest.raises(ComponentError):
+        hybrid(tmp_path, encoder=DownEncoder()).index(CORPUS)
+
+
+# --- cross-check against ranx ---------------------------------------------------------
+
+def random_sides(seed: int, n_queries: int = 20):
+    rng = random.Random(seed)
+    docs = [f"doc{i:02d}" for i in range(40)]
+    sides = []
+    for _ in range(2):
+        side = []
+        for _ in range(n_queries):
+            picked = rng.sample(docs, rng.randint(2, 15))
+            values = sorted(rng.sample(range(1, 10_000), len(picked)), reverse=True)  # distinct
+            side.append(Ranking(tuple(picked), tuple(v / 100 for v in values)))
+        sides.append(side)
+    return sides
+
+
+def to_run(side):
+    from ranx import Run
+
+    return Run({f"q{i}": dict(zip(r.doc_ids, r.scores)) for i, r in enumerate(side)})
+
+
+def assert_same(ours: list[Ranking], theirs) -> None:
+    got = theirs.to_dict()
+    for i, r in enumerate(ours):
+        expected = got[f"q{i}"]
+        assert set(r.doc_ids) == set(expected)
+        assert scores(r) == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.slow
+def test_rrf_matches_ranx():
+    from ranx import fuse as ranx_fuse
+
+    lex, dense = random_sides(seed=7)
+    theirs = ranx_fuse([to_run(lex), to_run(dense)], norm=None, method="rrf", params={"k": 60})
+    assert_same(fuse("rrf", lex, dense, 0.0, 60, k=1000), theirs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("weight", [0.0, 0.3, 0.5, 1.0])
+def test_weighted_matches_ranx_wsum_min_max(weight):
+    from ranx import fuse as ranx_fuse
+
+    lex, dense = random_sides(seed=11)
+    theirs = ranx_fuse([to_run(lex), to_run(dense)], norm="min-max", method="wsum",
+                       params={"weights": [1 - weight, weight]})
+    assert_same(fuse("weighted", lex, dense, weight, 60, k=1000), theirs)
