@@ -36,11 +36,11 @@ DEFAULT_SEED = 7
 
 WINDOW_DAYS = 25          # serves spread over the last WINDOW_DAYS days before `now`
 TOPICS_PER_PROJECT = 6
-N_TASKS = 542             # distinct tasks (before the golden-set filters)
+N_TASKS = 532             # distinct tasks (before the golden-set filters)
 P_REPEAT = 0.30           # a task is served again in a later session
 P_MISS = 0.085            # the serve found nothing of the task's topic
 P_CREDIT = 0.6           # a serve with nothing helped gets its best topic document credited
-P_HELP = 0.46            # a served topic document helps with P_HELP * its helpfulness
+P_HELP = 0.45            # a served topic document helps with P_HELP * its helpfulness
 P_NOISE_REL = 0.14        # ... is judged noise with P_NOISE_REL * (1 - helpfulness)
 P_NOISE_OTHER = 0.058     # a served document of another topic is judged noise
 P_RETIRE = 0.04           # a served topic document is retired before the corpus is written
@@ -1005,6 +1005,7 @@ def _simulate(rng: random.Random, docs, projects, topics, global_rules, now: dat
         others_same_project = [x for o in p.topics if o != tix
                                for x in topics[o].easy + topics[o].hard] + p.general
         others_same_theme = [x for o in by_theme[t.theme] if o != tix for x in topics[o].easy]
+        other_rules = [x for o in projects if o is not p for x in o.rules]
         for r, age in enumerate(times):
             task_text = text if r == 0 else _vary(rng, text)
             items = []
@@ -1034,8 +1035,8 @@ def _simulate(rng: random.Random, docs, projects, topics, global_rules, now: dat
             while len(items) < 5:
                 add("search", _pick(rng, others_same_project + others_same_theme, taken),
                     rng.uniform(0.0, 0.4))
-            if rng.random() < 0.04:   # a rule that also came back from the search
-                add("search", rng.choice(p.rules + global_rules), rng.uniform(0.3, 1.0))
+            if rng.random() < 0.04:   # another project's rule came back from the search
+                add("search", rng.choice(other_rules), rng.uniform(0.3, 1.0))
             items.sort(key=lambda x: (-x[0], x[2]))
             items = items[:12]
 

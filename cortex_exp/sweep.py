@@ -21,7 +21,9 @@ def summary(children: list[dict], primary: str | None) -> str:
     if not finished:
         return "no job finished"
     names = [m for m in finished[0]["metrics"] if not m.startswith(("silent_share", "n_queries"))]
-    names.sort(key=lambda m: (m.split("_at_")[0], int(m.rsplit("_", 1)[1]) if m[-1].isdigit() else 0))
+    kinds = ("recall", "noise", "mrr", "ndcg")
+    names.sort(key=lambda m: (kinds.index(m.split("_at_")[0]) if m.split("_at_")[0] in kinds else 9,
+                              int(m.rsplit("_", 1)[1]) if m[-1].isdigit() else 0))
     primary = primary if primary in names else names[0]
     best = max(finished, key=lambda c: c["metrics"].get(primary, float("-inf")))
     rows = []
