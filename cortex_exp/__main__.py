@@ -11,6 +11,8 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
+from . import hydra_edge  # noqa: F401  (registers the config schemas before Hydra composes)
+
 _state = {"task_started": False}
 
 
@@ -38,6 +40,10 @@ def entry() -> None:
     try:
         _main()
     except SystemExit as exc:
+        if exc.code:
+            from .hydra_edge import fail_open_parents
+
+            fail_open_parents()
         # Hydra exits 1 for a config it cannot compose (unknown key or option): that is usage (2).
         if exc.code == 1 and not _state["task_started"]:
             sys.exit(2)

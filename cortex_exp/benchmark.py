@@ -15,7 +15,8 @@ from pathlib import Path
 from . import gates, metrics, pipeline, tracking
 from .corpus import Corpus, load_corpus
 from .dataprep import prepare_data
-from .errors import GateRefused
+from .errors import GateRefused, InputError
+from .rows import rerank
 from .golden import GoldenSet, load_golden
 from .ranking_cache import cache_key, cached_rankings
 from .report import table
@@ -75,26 +76,43 @@ def rank_components(settings: RunSettings, corpus: Corpus, indexes: dict[str, In
     return out
 
 
-def apply_row(settings: RunSettings, corpus: Corpus, golden: GoldenSet, base: list[Ranking]) -> tuple[list[Ranking], dict]:
-    """Row re-ranking; `core` returns `base` as is and reads no verdict."""
-    from .rows import ROWS, rerank
+def load_features(settings: RunSettings, corpus: Corpus, degraded: list[str]):
+    """The graph and boost stores of a non-core row, learned from the serve log; None for core.
 
-    row = ROWS[settings.row]
+    A store that fails to load or answer is COMPONENT DOWN; an empty one is allowed (reported
+    in health.json)."""
+    row = row_spec(settings.row)
     if not (row.graph or row.boosts):
-        return base, {}
+        return None, {}
     from .features import learn_features
     from .servelog import load_serves
 
     serves = load_serves(settings.data.serves) if settings.data.serves else None
-    features = learn_features(serves, corpus, settings_features(settings))
-    ranked = rerank(row, base, golden.queries, features, settings_features(settings), settings.retriever.depth)
-    return ranked, features.health()
+    try:
+        features = learn_features(serves, corpus, settings.features)
+        health = features.probe()
+    except Exception as exc:  # the store is a component: down, not a bug to hide
+        message = (f"COMPONENT DOWN: graph/boosts: the learned stores failed to load: {type(exc).__name__}: {exc}\n"
+                   "The rows that use them would silently rank like core, so the measurement would be of "
+                   "something else. To measure anyway pass gates.allow_degraded=true.")
+        if not settings.gates.allow_degraded:
+            raise GateRefused(message) from exc
+        log(message)
+        degraded.append("graph/boost stores down")
+        return None, {"graph": {"ok": False, "detail": str(exc)}, "boosts": {"ok": False, "detail": str(exc)}}
+    stores = {name: {"ok": True, **health} for name, on in (("graph", row.graph), ("boosts", row.boosts)) if on}
+    if health.get("empty"):
+        log(f"note: the learned stores are empty ({settings.data.serves or 'no serve log'}): row {row.name} ranks like core")
+    return features, stores
 
 
-def settings_features(settings: RunSettings):
-    from .rows import FeatureParams
+def row_spec(name: str):
+    from .rows import row_spec as spec
 
-    return FeatureParams(**settings.params.get("features", {}))
+    try:
+        return spec(name)
+    except ValueError as exc:
+        raise InputError(f"row: {exc}") from None
 
 
 def score_all(settings: RunSettings, corpus: Corpus, golden: GoldenSet, ranked: list[Ranking]) -> list[dict]:
@@ -108,13 +126,10 @@ def score_all(settings: RunSettings, corpus: Corpus, golden: GoldenSet, ranked: 
 
 
 def run_tags(settings: RunSettings, corpus: Corpus, golden: GoldenSet) -> dict[str, str]:
-    from .rows import ROWS
-
-    row = ROWS[settings.row]
-    return {"row": settings.row, "retriever": settings.retriever.name,
-            "decides": str(row.decides).lower(), "corpus_fingerprint": corpus.fingerprint,
+    row = row_spec(settings.row)
+    return {**row.tags(), "retriever": settings.retriever.name, "corpus_fingerprint": corpus.fingerprint,
             "golden_id": golden.golden_id, "degraded": "false", "stale_override": "false",
-            "corpus_moved": "false", "loo": row.loo_note}
+            "corpus_moved": "false"}
 
 
 def probe(settings: RunSettings, corpus: Corpus, indexes: dict[str, Index], degraded: list[str]) -> dict:
@@ -165,11 +180,13 @@ def run(settings: RunSettings) -> Outcome:
 
     indexes = build_indexes(settings, corpus)
     health = probe(settings, corpus, indexes, degraded)
+    features, stores = load_features(settings, corpus, degraded)
     texts = [q.text for q in golden.queries]
     rankings = rank_components(settings, corpus, indexes, texts)
     shares, refusals = silence_gate(settings, rankings, degraded)
     base = pipeline.combine(settings.retriever, rankings, settings.retriever.depth)
-    ranked, stores = apply_row(settings, corpus, golden, base)
+    ranked = rerank(row_spec(settings.row), base, golden.queries, features, settings.features,
+                    settings.retriever.depth)
     per_query = score_all(settings, corpus, golden, ranked)
     names = metrics.metric_names(settings.ks)
     means = metrics.mean_scores(per_query, names)

@@ -9,7 +9,9 @@ fusion-weight sweep and reports its best weight beside a cross-validated estimat
 from __future__ import annotations
 
 import argparse
+import gc
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -22,7 +24,7 @@ from .errors import InputError
 from .metrics import higher_is_better
 
 CI_KINDS = ("t", "bootstrap", "cluster")
-SWEEP_PARAM = "retriever.fusion.weight"
+METRIC_NAME = re.compile(r"^(recall|noise|ndcg|precision)_at_\d+$|^(mrr|map)$")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -142,7 +144,8 @@ def _metric_order(name: str) -> tuple:
 
 
 def choose_metrics(rows_a, rows_b, qids, requested: list[str] | None) -> list[str]:
-    """Requested metrics, else every numeric field all paired rows carry in both runs."""
+    """Requested metrics (any numeric field), else every metric of CONTRACT §4's families that
+    all paired rows carry in both runs."""
     def numeric(row):
         return {k for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     common = set.intersection(*(numeric(rows_a[q]) & numeric(rows_b[q]) for q in qids))
@@ -152,7 +155,11 @@ def choose_metrics(rows_a, rows_b, qids, requested: list[str] | None) -> list[st
             raise InputError(f"--metric {', '.join(missing)}: not in both runs' per_query.jsonl; "
                              f"available: {', '.join(sorted(common, key=_metric_order))}")
         return list(dict.fromkeys(requested))
-    return sorted(common, key=_metric_order)
+    found = sorted((m for m in common if METRIC_NAME.match(m)), key=_metric_order)
+    if not found:
+        raise InputError(f"no metric (recall_at_K, noise_at_K, mrr, ndcg_at_10) in both runs' "
+                         f"per_query.jsonl; numeric fields: {', '.join(sorted(common)) or 'none'}")
+    return found
 
 
 def cluster_labels(rows_a, qids) -> tuple[list[str] | None, str | None]:
@@ -178,7 +185,8 @@ def compare_runs(a, b, opts) -> tuple[dict, dict[str, np.ndarray]]:
     rows_a, rows_b = index_rows(a), index_rows(b)
     qids, warnings = pair_queries(a, b, rows_a, rows_b, opts.shared_queries)
     if len(qids) < 2:
-        stats.paired_differences([0.0] * len(qids), [0.0] * len(qids))  # raises the exit-2 message
+        raise InputError(f"only {len(qids)} paired queries between run {a.label} and run {b.label}; "
+                         "a paired comparison needs at least 2 queries both runs scored")
     fp = fingerprint_warning(a, b, rows_a, rows_b, qids)
     status, ok = status_warnings(a, b)
     warnings += ([fp] if fp else []) + status
@@ -248,7 +256,7 @@ def run_compare(opts, uri: str) -> None:
     result, diffs = compare_runs(a, b, opts)
     for w in result["warnings"]:
         print(w, file=sys.stderr)
-    labels = {"a": a.label, "b": b.label}
+    labels = {"a": a.label, "b": b.label, "holm": "yes" if opts.holm else ""}
     text = json.dumps(result, allow_nan=False) if opts.json else format_table(result, labels, opts.effect)
     print(text, flush=True)
     if opts.no_log and not opts.out:
@@ -261,14 +269,14 @@ def run_compare(opts, uri: str) -> None:
 
 
 def run_sweep(opts, uri: str) -> None:
-    from .sweep_cv import cross_validate, format_table, sweep_scores
+    from .sweep_cv import cross_validate, format_table, qid_mismatch, swept_param, sweep_scores
     from .tracking.fetch import connect, fetch_sweep
 
     parent, children = fetch_sweep(connect(uri), opts.sweep, opts.experiment)
-    param = parent.params.get("sweep.param") or SWEEP_PARAM
+    param = swept_param(parent.params.get("sweep.param", ""))
     per_weight, run_ids = sweep_scores(children, param, opts.metric or ["recall_at_24"])
     projects = {r["qid"]: r.get("project") for c in children for r in c.per_query}
-    warnings = [f"WARNING: SWEEP QUERIES DIFFER: {s}" for s in _qid_mismatch(children)]
+    warnings = [f"WARNING: SWEEP QUERIES DIFFER: {s}" for s in qid_mismatch(children)]
     for w in warnings:
         print(w, file=sys.stderr)
     report = {"parent_run": parent.run_id, "param": param, "seed": opts.seed, "warnings": warnings,
@@ -280,13 +288,6 @@ def run_sweep(opts, uri: str) -> None:
             print(f"sweep {parent.label}: {param}, {metric}\n{format_table(res, run_ids)}\n")
     if opts.json:
         print(json.dumps(report, allow_nan=False))
-
-
-def _qid_mismatch(children) -> list[str]:
-    sets = {c.run_id: {r["qid"] for r in c.per_query} for c in children}
-    shared = set.intersection(*sets.values())
-    return [f"run {rid} has {len(q - shared)} queries the other runs lack; scored on the "
-            f"{len(shared)} shared queries" for rid, q in sets.items() if q - shared]
 
 
 def _main(argv: list[str] | None) -> None:
@@ -310,5 +311,15 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 0
 
 
+def _process_main() -> int:
+    """`python -m cortex_exp.compare`: `main` tuned for a short-lived process. Fewer garbage
+    collections while MLflow's ~2,000 modules import, and none at exit (`gc.freeze`): together
+    about a second of a ~3 s command (bench/compare_speed.py)."""
+    gc.set_threshold(100_000, 50, 100)
+    code = main()
+    gc.freeze()
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_process_main())

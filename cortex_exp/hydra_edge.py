@@ -7,6 +7,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from dataclasses import dataclass, field
+
+from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
@@ -15,9 +18,23 @@ from omegaconf import DictConfig, OmegaConf
 from . import tracking
 from .errors import InputError
 from .gates import GateSettings
+from .rows import FeatureParams
 from .settings import FAULT_MODES, DataSettings, RetrieverSettings, RunSettings
 
 PARENT_FILE = "parent_run_id"
+
+
+@dataclass
+class RowSchema:
+    """`row.*`: the row's name and the learned features' parameters. The defaults live in
+    `FeatureParams` (one source); row YAML files set only the name."""
+
+    name: str = "core"
+    features: FeatureParams = field(default_factory=FeatureParams)
+
+
+ConfigStore.instance().store(group="row", name="_schema", node=RowSchema)
+_OPEN_PARENTS: list[tuple[str, str]] = []  # (tracking uri, parent run id) of this process
 
 
 def _path(value) -> Path | None:
@@ -61,8 +78,11 @@ def settings_from_cfg(cfg: DictConfig, parent_run_id: str | None = None) -> RunS
         raise InputError(f"gates: {exc}") from None
     params = _flatten("", {k: c[k] for k in ("retriever", "row", "metrics", "gates", "faults", "data")}, {})
     params = {k: v for k, v in params.items() if not k.startswith("retriever.") or _relevant(k, r["name"])}
-    params["features"] = c["row"].get("features", {})
-    return RunSettings(data=data, retriever=retriever, row=c["row"]["name"], ks=ks,
+    try:
+        features = FeatureParams(**c["row"]["features"])
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"row.features: {exc}") from None
+    return RunSettings(features=features, data=data, retriever=retriever, row=c["row"]["name"], ks=ks,
                        primary=c["metrics"].get("primary", f"recall_at_{max(ks)}"), gates=gate_settings,
                        faults=c["faults"], tracking_uri=c["mlflow"]["tracking_uri"],
                        experiment=c["mlflow"]["experiment"], parent_run_id=parent_run_id,
@@ -99,9 +119,19 @@ class ParentRunCallback(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         (sweep_dir / PARENT_FILE).write_text(self.run_id + "\n")
+        _OPEN_PARENTS.append((self.uri, self.run_id))
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         from .sweep import close_parent
 
+        _OPEN_PARENTS.remove((self.uri, self.run_id))
         close_parent(self.uri, self.run_id, config.metrics.get("primary"))
         sys.stdout.flush()
+
+
+def fail_open_parents() -> None:
+    """A job stopped the multirun (a gate, bad input): its parent run ends FAILED, not RUNNING."""
+    while _OPEN_PARENTS:
+        uri, run_id = _OPEN_PARENTS.pop()
+        tracking.end_run(uri, run_id, "FAILED")
+        print(f"parent_run_id: {run_id}  (FAILED: a job stopped the multirun)", file=sys.stderr)

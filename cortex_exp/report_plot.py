@@ -43,11 +43,15 @@ def sample_lines(result: dict, effect: float) -> list[str]:
 
 def _header(result: dict, labels: dict[str, str]) -> list[str]:
     seed = "-" if result["seed"] is None else str(result["seed"])
-    return [
+    lines = [
         f"A (baseline):  {labels.get('a', result['run_a'])}",
         f"B (candidate): {labels.get('b', result['run_b'])}",
         f"paired queries: {result['n_queries']}   interval: {result['ci']}   seed: {seed}",
     ]
+    if labels.get("holm"):
+        lines.append(f"p: Holm-adjusted across {len(result['metrics'])} metrics; a verdict needs the "
+                     "interval to exclude 0 and the adjusted p < 0.05")
+    return lines
 
 
 def _decides_line(result: dict) -> str:
@@ -93,35 +97,39 @@ def write_report(result: dict, diffs, labels, effect: float, folder: Path) -> li
 
 def plot_differences(result: dict, diffs: dict[str, Sequence[float]], path: Path) -> Path:
     """One panel per metric: per-query differences B − A sorted, the mean and its interval."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # Agg, and no pyplot: no GUI state
+    from matplotlib.figure import Figure
 
     names = list(result["metrics"])
     cols = 2 if len(names) > 1 else 1
     rows = -(-len(names) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 2.6 * rows), squeeze=False)
+    fig = Figure(figsize=(6 * cols, 2.6 * rows))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(rows, cols, squeeze=False)
     for ax, name in zip(axes.flat, names):
         _panel(ax, name, result["metrics"][name], np.sort(np.asarray(diffs[name], dtype=float)))
     for ax in list(axes.flat)[len(names):]:
         ax.set_visible(False)
     fig.suptitle(f"B − A per query (n={result['n_queries']}, {result['ci']} interval)")
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.08, top=1 - 0.35 / rows, hspace=0.6, wspace=0.2)
     fig.savefig(path, dpi=90)
-    plt.close(fig)
     return path
 
 
 def _panel(ax, name: str, m: dict, d: np.ndarray) -> None:
+    """Filled steps (one polygon per colour, not one bar per query: 500 queries draw fast)."""
+    from matplotlib.ticker import MaxNLocator
+
     x = np.arange(len(d))
-    colors = np.where(d > 0, "tab:green", np.where(d < 0, "tab:red", "tab:gray"))
-    if not m["higher_is_better"]:
-        colors = np.where(d < 0, "tab:green", np.where(d > 0, "tab:red", "tab:gray"))
-    ax.bar(x, d, width=1.0, color=colors, linewidth=0)
+    good, bad = ("tab:green", "tab:red") if m["higher_is_better"] else ("tab:red", "tab:green")
+    ax.fill_between(x, 0, d, where=d > 0, step="mid", color=good, linewidth=0)
+    ax.fill_between(x, 0, d, where=d < 0, step="mid", color=bad, linewidth=0)
     ax.axhspan(m["ci_low"], m["ci_high"], color="tab:blue", alpha=0.2, label="95% interval")
     ax.axhline(m["diff"], color="tab:blue", linewidth=1.2, label=f"mean {m['diff']:+.4f}")
     ax.axhline(0.0, color="black", linewidth=0.6)
     ax.set_title(f"{name}: {m['verdict']}", fontsize=9)
+    ax.set_xticks([0, len(d) - 1], ["1", str(len(d))], fontsize=7)  # few ticks: each costs ~1 ms
+    ax.yaxis.set_major_locator(MaxNLocator(4))
+    ax.tick_params(axis="y", labelsize=7)
     ax.set_xlabel("queries, sorted by difference", fontsize=8)
     ax.legend(fontsize=7, loc="upper left")

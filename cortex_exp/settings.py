@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .gates import GateSettings
+from .rows import FeatureParams
 
 RETRIEVERS = ("bm25_v1", "bm25_v2", "dense", "hybrid")
 FAULT_MODES = ("none", "error", "empty", "empty_after_probe")
@@ -44,6 +45,7 @@ class RunSettings:
     faults: dict = field(default_factory=lambda: {"lexical": "none", "dense": "none"})
     tracking_uri: str | None = None
     experiment: str = "cortex_exp"
+    features: FeatureParams = FeatureParams()
     parent_run_id: str | None = None
     config_yaml: str = ""
     params: dict = field(default_factory=dict)

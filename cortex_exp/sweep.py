@@ -25,7 +25,9 @@ def summary(children: list[dict], primary: str | None) -> str:
     names.sort(key=lambda m: (kinds.index(m.split("_at_")[0]) if m.split("_at_")[0] in kinds else 9,
                               int(m.rsplit("_", 1)[1]) if m[-1].isdigit() else 0))
     primary = primary if primary in names else names[0]
-    best = max(finished, key=lambda c: c["metrics"].get(primary, float("-inf")))
+    rows_vary = len({c["tags"].get("row") for c in finished}) > 1
+    # across rows a "best" would crown a row that learned from the answers: only core decides
+    best = None if rows_vary else max(finished, key=lambda c: c["metrics"].get(primary, float("-inf")))
     rows = []
     for c in sorted(finished, key=_order):
         t = c["tags"]
@@ -34,7 +36,9 @@ def summary(children: list[dict], primary: str | None) -> str:
         mark = "*" if c is best else ""
         rows.append([label, role, mark] + [c["metrics"].get(m) for m in names])
     failed = len(children) - len(finished)
-    note = f"\n* best by {primary}." + (f"  {failed} job(s) did not finish." if failed else "")
+    note = ("\ncore decides; the other rows learn from the same verdicts as the golden set and are reference only."
+            if rows_vary else f"\n* best by {primary}.")
+    note += f"  {failed} job(s) did not finish." if failed else ""
     return table(["run", "role", "best"] + names, rows) + note
 
 

@@ -7,7 +7,7 @@ held-out scores over all queries. Without projects (imported collections, or a s
 it falls back to K-fold over queries (K=5, seeded) and says so.
 
 Ties between weights go to the smallest weight, so the choice is deterministic.
-Pure numpy: no MLflow here (see `compare.run_sweep` for the wiring).
+Pure Python and numpy: no MLflow here (see `compare.run_sweep` for the wiring).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy as np
 from .errors import InputError
 
 K_FOLDS = 5
+SWEEP_PARAM = "retriever.fusion.weight"
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,25 @@ def cross_validate(
     return SweepResult(metric, higher_is_better, weights, [float(m) for m in means], weights[best],
                        float(means[best]), float(held_out_scores.mean()), kind, len(parts), choices,
                        len(qids))
+
+
+def swept_param(declared: str) -> str:
+    """The key a sweep varies: the fusion weight whenever the parent's `sweep.param` names it."""
+    keys = [k.lstrip("+~") for k in declared.split(",") if k and k != "none"]
+    if not keys or SWEEP_PARAM in keys:
+        return SWEEP_PARAM
+    if len(keys) == 1:
+        return keys[0]
+    raise InputError(f"--sweep: the parent run varies {', '.join(keys)}; --sweep reads a sweep of "
+                     f"one numeric key such as {SWEEP_PARAM}")
+
+
+def qid_mismatch(children) -> list[str]:
+    """One line per sweep run that scored queries the others did not."""
+    sets = {c.run_id: {r["qid"] for r in c.per_query} for c in children}
+    shared = set.intersection(*sets.values())
+    return [f"run {rid} has {len(q - shared)} queries the other runs lack; scored on the "
+            f"{len(shared)} shared queries" for rid, q in sets.items() if q - shared]
 
 
 def sweep_scores(children, param: str, metrics: list[str]):

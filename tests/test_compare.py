@@ -62,6 +62,7 @@ def store(tmp_path_factory):
     mlflow.create_experiment("comparisons", artifact_location=(tmp / "mlruns_cmp").as_uri())
     moved = {"q03": "n1", "q07": "n2", "q11": "n3"}
     runs = {
+        "tiny": log_run(exp, "core/bm25_v1", per_query(1, n=1), golden="g3"),
         "v1": log_run(exp, "core/bm25_v1", per_query(1)),
         "v2": log_run(exp, "core/bm25_v2", per_query(2, shift=0.15)),
         "gb": log_run(exp, "graph_boosts/bm25_v2", per_query(3)),
@@ -81,7 +82,7 @@ def store(tmp_path_factory):
 
 def log_sweep(exp_id) -> str:
     with mlflow.start_run(experiment_id=exp_id, run_name="sweep/hybrid", tags={"sweep": "true"}) as parent:
-        mlflow.log_param("sweep.param", "retriever.fusion.weight")
+        mlflow.log_param("sweep.param", "retriever,retriever.fusion.weight")  # as the multirun writes it
     for w, seed in ((0.0, 11), (0.5, 12), (1.0, 13)):
         log_run(exp_id, "core/hybrid", per_query(seed, shift=0.1 * (w == 0.5)), parent=parent.info.run_id,
                 params={"retriever.fusion.weight": w})
@@ -159,6 +160,12 @@ def test_golden_mismatch_refused_then_shared_queries(store, capsys):
     assert "dropped 3 from run A and 2 from run B" in err
 
 
+def test_fewer_than_two_paired_queries_is_exit_2(store, capsys):
+    uri, runs = store
+    code, _, err = run_json(capsys, uri, runs["v1"], runs["tiny"], "--shared-queries")
+    assert code == 2 and "only 1 paired queries" in err and "at least 2" in err
+
+
 def test_degraded_run_does_not_decide(store, capsys):
     uri, runs = store
     code, res, err = run_json(capsys, uri, runs["v1"], runs["deg"])
@@ -227,3 +234,30 @@ def test_sweep_reports_best_weight_and_cv(store, capsys):
     code = main(["--sweep", runs["sweep"], "--tracking-uri", uri])
     out = capsys.readouterr().out
     assert code == 0 and "<- best" in out and "cross-validated estimate" in out and "optimism" in out
+
+
+def test_swept_param_reads_the_parent_declaration():
+    from cortex_exp.errors import InputError
+    from cortex_exp.sweep_cv import swept_param
+
+    assert swept_param("retriever,retriever.fusion.weight") == "retriever.fusion.weight"
+    assert swept_param("none") == swept_param("") == "retriever.fusion.weight"
+    assert swept_param("retriever.fusion.rrf_k") == "retriever.fusion.rrf_k"
+    with pytest.raises(InputError, match="varies row, retriever"):
+        swept_param("row,retriever")
+
+
+def test_python_dash_m_entry_point(store):
+    """The process entry (`python -m`), which also tunes the garbage collector."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    uri, runs = store
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-m", "cortex_exp.compare", runs["v1"], runs["v2"], "--json",
+                           "--no-log", "--tracking-uri", uri], capture_output=True, text=True, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["decides"] is True

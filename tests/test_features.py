@@ -107,19 +107,21 @@ def test_without_equals_a_rebuild_without_those_serves(seed):
     log = random_log(rng, 30, ids)
     params = FeatureParams(co=0.3)
     full = learn_features(log, corp, params)
-    for _ in range(10):
-        out = set(rng.sample([s.serve_id for s in log], rng.randint(1, 6)))
-        view = full.without(sorted(out) + ["not-a-serve"])
+    sets = [set(rng.sample([s.serve_id for s in log], rng.randint(1, 6))) for _ in range(10)]
+    sets.append({log[0].serve_id})
+    one_pass = full.without_each([sorted(out) + ["not-a-serve"] for out in sets])
+    for out, batched in zip(sets, one_pass):
         rebuilt = learn_features([s for s in log if s.serve_id not in out], corp, params)
-        got, want = view.counts, rebuilt.counts
-        assert (got.helped == want.helped).all() and (got.bad == want.bad).all()
-        assert (got.co_help.toarray() == want.co_help.toarray()).all()
-        assert (got.co_serve.toarray() == want.co_serve.toarray()).all()
-        idx = np.arange(len(ids))
-        assert all((x == y).all() for x, y in zip(view.helped_bad(idx), rebuilt.helped_bad(idx)))
-        for i in range(len(ids)):
-            (vi, vw), (ri, rw) = view.neighbours(i), rebuilt.neighbours(i)
-            assert vi.tolist() == ri.tolist() and vw.tolist() == rw.tolist()
+        for view in (full.without(out), batched):
+            got, want = view.counts, rebuilt.counts
+            assert (got.helped == want.helped).all() and (got.bad == want.bad).all()
+            assert (got.co_help.toarray() == want.co_help.toarray()).all()
+            assert (got.co_serve.toarray() == want.co_serve.toarray()).all()
+            idx = np.arange(len(ids))
+            assert all((x == y).all() for x, y in zip(view.helped_bad(idx), rebuilt.helped_bad(idx)))
+            for i in range(len(ids)):
+                (vi, vw), (ri, rw) = view.neighbours(i), rebuilt.neighbours(i)
+                assert vi.tolist() == ri.tolist() and vw.tolist() == rw.tolist()
 
 
 def test_incremental_add_equals_one_build():

@@ -53,7 +53,8 @@ def test_weight_one_is_the_dense_order_and_zero_the_lexical_order():
     [dense_only] = fuse_weighted([LEX], [DENSE], weight=1.0, k=10)
     assert dense_only.doc_ids[:3] == DENSE.doc_ids and dense_only.doc_ids[3:] == ("d2",)
     [lex_only] = fuse_weighted([LEX], [DENSE], weight=0.0, k=10)
-    # d3 scores 0 on both lists' terms (it is the lexical last) yet comes before dense-only d4
+    # d3 (the lexical last) and dense-only d4 both fuse to 0; d3 was returned by the side that
+    # carries the weight, so it comes first
     assert lex_only.doc_ids[:3] == LEX.doc_ids and lex_only.doc_ids[3:] == ("d4",)
 
 

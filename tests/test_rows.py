@@ -40,6 +40,7 @@ def test_rows_are_the_contract_rows_and_only_core_decides():
     assert [r.name for r in ROWS.values() if r.decides] == ["core"]
     assert ROWS["graph_boosts_honest"].honest == "boosts" and "partial" in ROWS["graph_boosts_honest"].loo_note
     assert ROWS["graph_boosts_honest_full"].honest == "full"
+    assert ROWS["core"].tags()["decides"] == "true" and ROWS["graph"].tags()["decides"] == "false"
     with pytest.raises(ValueError, match="row='nope' is not a row"):
         row_spec("nope")
 
@@ -133,6 +134,39 @@ def test_graph_row_adds_hop_only_documents_and_keeps_the_max():
     # m2 -> s, p: s keeps max(1, 0.95 * 0.5)
     assert dict(zip(got.doc_ids, got.scores)) == pytest.approx({"s": 1.0, "m2": 0.95, "m1": 0.75, "p": 0.5, "z": 0.0})
     assert got.doc_ids == ("s", "m2", "m1", "p", "z")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_honest_rows_equal_leaky_rows_on_features_rebuilt_without_the_query(seed):
+    """Leave-one-out by subtraction ranks exactly like learning again without the serves."""
+    from cortex_exp.features.apply import rerank_one
+
+    rng = random.Random(seed)
+    ids = [d.id for d in CORPUS.docs]
+    log = [serve(f"s{i}", f"task {rng.randint(0, 5)}",
+                 *[(rng.choice(ids), rng.choice(["helped", "helped", "noise", None])) for _ in range(rng.randint(1, 5))],
+                 minutes=i) for i in range(25)]
+    params = FeatureParams(hop=0.9, seeds=3, co=0.5, boost=0.8)
+    full = learn_features(log, CORPUS, params)
+    queries = [q for q in build_golden(CORPUS, log).queries]
+    base = [ranking(*zip(rng.sample(ids, 4), sorted(rng.sample(range(1, 50), 4), reverse=True))) for _ in queries]
+    honest = rerank(ROWS["graph_boosts_honest"], base, queries, full, params, k=5)
+    honest_full = rerank(ROWS["graph_boosts_honest_full"], base, queries, full, params, k=5)
+    for q, b, h, hf in zip(queries, base, honest, honest_full):
+        rebuilt = learn_features([s for s in log if s.serve_id not in q.serve_ids], CORPUS, params)
+        assert h == rerank_one(ROWS["graph_boosts"], b, full, rebuilt, params, k=5)  # graph full, boosts rebuilt
+        assert hf == rerank(ROWS["graph_boosts"], [b], [q], rebuilt, params, k=5)[0]
+
+
+def test_always_served_documents_do_not_take_a_seed_slot():
+    corpus = Corpus([*CORPUS.docs, Document("rule", "rule", "always", "p", "rule", always_served=True)])
+    log = [serve("s1", "t", ("s", "helped"), ("p", "helped"))]
+    query = build_golden(corpus, log).queries[0]
+    base = ranking(("rule", 9), ("s", 5), ("m1", 1))  # normalized 1, 0.5, 0
+    params = FeatureParams(seeds=1, hop=0.5)
+    got = rerank(ROWS["graph"], [base], [query], learn_features(log, corpus, params), params, k=4)[0]
+    # the one seed is s (0.5), not the rule: p gets 0.5 * 0.5 * 1/1
+    assert dict(zip(got.doc_ids, got.scores)) == pytest.approx({"rule": 1.0, "s": 0.5, "p": 0.25, "m1": 0.0})
 
 
 def test_rerank_checks_one_ranking_per_query():

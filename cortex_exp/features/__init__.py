@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .table import Counts, LearnedFeatures
+from .counts import Counts
+from .table import LearnedFeatures
 from .view import FeatureView
 
 if TYPE_CHECKING:

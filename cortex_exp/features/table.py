@@ -1,157 +1,70 @@
-"""Counts learned from the serve log, kept per serve so that any serves can be subtracted.
+"""The learned features of one run: global counts, the edge table, and leave-one-out views.
 
-Per serve, only items that count are read: channel `always`, documents flagged
-`always_served` and documents not in the corpus are ignored. A document *helped* in a serve
-when any of its items there says `helped`, else it was *bad* when one says `noise` or `wrong`.
-Then, over document indices (corpus order):
-
-- `helped[d]`, `bad[d]`: in how many serves document d helped / was bad;
-- `co_help[x, y]`: in how many serves x and y both helped (x != y; symmetric);
-- `co_serve[x, y]`: in how many serves x was served without helping while y helped. These
-  edges point from the served document at the one that helped, so that a hop only ever pulls
-  in documents that helped before.
-
-All counts are integers, so subtracting a serve's contributions gives exactly the arrays a
-rebuild without that serve gives. The edge weight is `co_help + co * co_serve`.
+`LearnedFeatures` holds the global counts of the whole serve log (see `counts.py` for what a
+serve contributes) and every serve's own contribution, so that `without(serve_ids)` can
+subtract exactly those serves. `add(serves)` updates the counts incrementally.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
+from .counts import Contribution, Counts, canonical_csr, contribution, weight
+from .view import FeatureView, HeldOut
+
 if TYPE_CHECKING:
-    from .view import FeatureView
     from ..corpus import Corpus
     from ..rows import FeatureParams
     from ..servelog import Serve
 
-_EMPTY = np.zeros(0, dtype=np.int64)
-
-
-@dataclass(frozen=True, eq=False)
-class Contribution:
-    """What one serve adds: sorted document indices that helped, were bad, or were served
-    without helping (`others`). Its edges follow: helped x helped (co-help), others x helped
-    (co-serve), one count each."""
-
-    helped: np.ndarray
-    bad: np.ndarray
-    others: np.ndarray
-
-    @cached_property
-    def helped_set(self) -> frozenset[int]:
-        return frozenset(self.helped.tolist())
-
-    @cached_property
-    def others_set(self) -> frozenset[int]:
-        return frozenset(self.others.tolist())
-
-    @property
-    def help_pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        x, y = np.meshgrid(self.helped, self.helped, indexing="ij")
-        keep = x != y
-        return x[keep], y[keep]
-
-    @property
-    def serve_pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        x, y = np.meshgrid(self.others, self.helped, indexing="ij")
-        return x.ravel(), y.ravel()
-
-    def touches(self, i: int) -> bool:
-        """Whether this serve added an edge leaving document `i`."""
-        return len(self.helped) > 0 and (i in self.others_set or (i in self.helped_set and len(self.helped) > 1))
-
-
-def contribution(serve: Serve, index: dict[str, int], always: frozenset[str]) -> Contribution:
-    """The counts one serve adds (see the module docstring for what is ignored)."""
-    served: set[int] = set()
-    helped: set[int] = set()
-    bad: set[int] = set()
-    for item in serve.items:
-        i = index.get(item.doc_id)
-        if i is None or item.channel == "always" or item.doc_id in always:
-            continue
-        served.add(i)
-        if item.verdict == "helped":
-            helped.add(i)
-        elif item.verdict in ("noise", "wrong"):
-            bad.add(i)
-    return Contribution(_sorted(helped), _sorted(bad - helped), _sorted(served - helped))
-
-
-def _sorted(xs: set[int]) -> np.ndarray:
-    return np.array(sorted(xs), dtype=np.int64)
-
-
-def _pairs_matrix(pairs: list[tuple[np.ndarray, np.ndarray]], n: int) -> sp.csr_matrix:
-    rows = np.concatenate([p[0] for p in pairs]) if pairs else _EMPTY
-    cols = np.concatenate([p[1] for p in pairs]) if pairs else _EMPTY
-    m = sp.coo_matrix((np.ones(len(rows), dtype=np.int64), (rows, cols)), shape=(n, n)).tocsr()
-    m.sum_duplicates()
-    m.eliminate_zeros()
-    return m
-
-
-def _counts(parts: list[np.ndarray], n: int) -> np.ndarray:
-    idx = np.concatenate(parts) if parts else _EMPTY
-    return np.bincount(idx, minlength=n).astype(np.int64)
-
-
-class Counts:
-    """`helped`, `bad` (int arrays), `co_help`, `co_serve` (int CSR matrices) over doc indices."""
-
-    def __init__(self, helped, bad, co_help, co_serve):
-        self.helped, self.bad, self.co_help, self.co_serve = helped, bad, co_help, co_serve
-
-    @classmethod
-    def of(cls, contribs: Iterable[Contribution], n: int) -> Counts:
-        contribs = list(contribs)
-        return cls(_counts([c.helped for c in contribs], n), _counts([c.bad for c in contribs], n),
-                   _pairs_matrix([c.help_pairs for c in contribs], n),
-                   _pairs_matrix([c.serve_pairs for c in contribs], n))
-
-    def __add__(self, other: Counts) -> Counts:
-        return Counts(self.helped + other.helped, self.bad + other.bad,
-                      _clean(self.co_help + other.co_help), _clean(self.co_serve + other.co_serve))
-
-    def __sub__(self, other: Counts) -> Counts:
-        return Counts(self.helped - other.helped, self.bad - other.bad,
-                      _clean(self.co_help - other.co_help), _clean(self.co_serve - other.co_serve))
-
-
-def _clean(m: sp.csr_matrix) -> sp.csr_matrix:
-    m = m.tocsr()
-    m.eliminate_zeros()
-    m.sort_indices()
-    return m
-
 
 class Edges:
-    """The edge table as one CSR pattern (rows sorted) with aligned `co_help`/`co_serve` counts
-    and weights `co_help + co * co_serve`; `row(i)` is a cheap slice."""
+    """The edge table: one CSR pattern (the union of co-help and co-serve edges, columns sorted)
+    with aligned `co_help`/`co_serve` counts and weights, the sorted `keys` row * n + col of its
+    entries, and where every serve's edges lie in it (`deltas`, for leave-one-out)."""
 
-    def __init__(self, counts: Counts, co: float):
-        pattern = _clean(counts.co_help + counts.co_serve)  # counts are >= 0: the union pattern
-        rows = np.repeat(np.arange(pattern.shape[0]), np.diff(pattern.indptr))
+    def __init__(self, counts: Counts, co: float, contribs: dict[str, Contribution]):
+        pattern = canonical_csr(counts.co_help + counts.co_serve)  # counts are >= 0: the union pattern
         self.indptr, self.cols = pattern.indptr, pattern.indices.astype(np.int64)
-        self.co_help = np.asarray(counts.co_help[rows, self.cols]).ravel().astype(np.int64)
-        self.co_serve = np.asarray(counts.co_serve[rows, self.cols]).ravel().astype(np.int64)
+        self.co_help = _aligned(counts.co_help, pattern)
+        self.co_serve = _aligned(counts.co_serve, pattern)
+        self.keys = _keys(pattern)
         self.co = co
         self.weight = weight(self.co_help, self.co_serve, co)
+        self.deltas = {sid: self._delta(c) for sid, c in contribs.items()}
 
-    def row(self, i: int) -> slice:
-        return slice(self.indptr[i], self.indptr[i + 1])
+    def _delta(self, c: Contribution) -> tuple[np.ndarray, np.ndarray]:
+        """Flat positions (ascending) of one serve's edges in the table, 1 where co-help else 0
+        (co-serve). One serve adds to each edge at most once."""
+        at = np.searchsorted(self.keys, np.concatenate((c.help_keys, c.serve_keys)))
+        order = np.argsort(at)
+        return at[order], (order < len(c.help_keys)).astype(np.int64)
+
+    def positions(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(which of `rows`, flat position) of every edge leaving `rows`, row by row."""
+        starts, stops = self.indptr[rows], self.indptr[np.asarray(rows) + 1]
+        lens = stops - starts
+        owner = np.repeat(np.arange(len(lens)), lens)
+        flat = np.arange(lens.sum()) + np.repeat(starts - (np.cumsum(lens) - lens), lens)
+        return owner, flat
 
 
-def weight(co_help: np.ndarray, co_serve: np.ndarray, co: float) -> np.ndarray:
-    """Edge weight: 1 per co-help, `co` per co-serve."""
-    return co_help.astype(np.float64) + co * co_serve
+def _keys(m: sp.csr_matrix) -> np.ndarray:
+    """row * n + col of every stored entry (ascending for a sorted CSR matrix)."""
+    rows = np.repeat(np.arange(m.shape[0], dtype=np.int64), np.diff(m.indptr))
+    return rows * m.shape[1] + m.indices
+
+
+def _aligned(m: sp.csr_matrix, pattern: sp.csr_matrix) -> np.ndarray:
+    """The values of m at the entries of `pattern` (a superset of m's entries), 0 elsewhere."""
+    out = np.zeros(pattern.nnz, dtype=np.int64)
+    m = canonical_csr(m)
+    out[np.searchsorted(_keys(pattern), _keys(m))] = m.data
+    return out
 
 
 class LearnedFeatures:
@@ -195,7 +108,7 @@ class LearnedFeatures:
     def edges(self) -> Edges:
         """The edge table, built once after each `add`."""
         if self._edges is None:
-            self._edges = Edges(self.counts, self.params.co)
+            self._edges = Edges(self.counts, self.params.co, self.contribs)
         return self._edges
 
     @property
@@ -204,11 +117,16 @@ class LearnedFeatures:
         e, n = self.edges, len(self.ids)
         return sp.csr_matrix((e.weight, e.cols, e.indptr), shape=(n, n))
 
+    def edges_from(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(which of `rows`, target document, weight) of every edge leaving the documents `rows`."""
+        e = self.edges
+        owner, flat = e.positions(rows)
+        return owner, e.cols[flat], e.weight[flat]
+
     def neighbours(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """Indices (ascending) and weights of the documents document `i` points at."""
-        e = self.edges
-        r = e.row(i)
-        return e.cols[r], e.weight[r]
+        _, cols, w = self.edges_from(np.array([i]))
+        return cols, w
 
     def helped_bad(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """How often the documents `idx` helped, and were noise or wrong."""
@@ -216,7 +134,9 @@ class LearnedFeatures:
 
     def without(self, serve_ids: Iterable[str]) -> LearnedFeatures | FeatureView:
         """These features with exactly those serves' contributions subtracted (unknown ids ignored)."""
-        from .view import FeatureView
+        serve_ids = list(serve_ids)
+        return HeldOut(self, [serve_ids]).views[0] if any(s in self.contribs for s in serve_ids) else self
 
-        removed = [self.contribs[s] for s in dict.fromkeys(serve_ids) if s in self.contribs]
-        return FeatureView(self, removed) if removed else self
+    def without_each(self, serve_id_sets: Iterable[Iterable[str]]) -> list[FeatureView]:
+        """`without(ids)` for many sets at once (one per query), merged in one vectorized pass."""
+        return HeldOut(self, serve_id_sets).views

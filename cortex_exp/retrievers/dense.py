@@ -20,7 +20,7 @@ import numpy as np
 
 from ..corpus import Corpus
 from ..errors import ComponentError
-from .base import EMPTY, Index, Ranking, Retriever, sort_pairs
+from .base import EMPTY, Index, Ranking, Retriever, ranking_from_scores, sort_pairs
 from .embed_cache import CachedEncoder, EmbeddingCache
 from .encoders import LOCAL_MODEL, EndpointEncoder, Encoder, LocalEncoder
 
@@ -79,8 +79,9 @@ class DenseIndex(Index):
         vectors = embedder.encode(texts)
         if vectors.shape[0] != len(ids):
             raise ComponentError("dense", f"{len(ids)} documents but {vectors.shape[0]} vectors")
-        self.faiss = faiss.IndexFlatIP(vectors.shape[1])
-        self.faiss.add(np.ascontiguousarray(vectors))
+        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        self.faiss = faiss.IndexFlatIP(self.vectors.shape[1])
+        self.faiss.add(self.vectors)
 
     def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
         if not queries:
@@ -94,18 +95,15 @@ class DenseIndex(Index):
         return self._top(np.ascontiguousarray(vectors), min(k, len(self.ids)))
 
     def _top(self, vectors: np.ndarray, k: int) -> list[Ranking]:
-        """Top k per query; ties at the cut are resolved by document id, so look one deeper
-        and, where the k-th and the next score tie, fetch everything tied."""
+        """Top k per query, ties broken by document id. faiss picks among documents tied at the
+        cut arbitrarily, so look one deeper; where the k-th and the next score tie, rank that
+        query over every document instead."""
         depth = min(k + 1, len(self.ids))
         scores, rows = self.faiss.search(vectors, depth)
         out = []
         for q in range(len(vectors)):
-            s, r = scores[q], rows[q]
-            if depth > k and s[k - 1] == s[k]:
-                s, r = self._with_ties(vectors[q], s[k - 1])
-            out.append(sort_pairs({self.ids[i]: float(x) for i, x in zip(r, s) if i >= 0}, k))
+            if depth > k and scores[q, k - 1] == scores[q, k]:
+                out.append(ranking_from_scores(self.ids, self.vectors @ vectors[q], k, positive_only=False))
+            else:
+                out.append(sort_pairs({self.ids[i]: float(x) for i, x in zip(rows[q], scores[q][:k])}, k))
         return out
-
-    def _with_ties(self, vector: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
-        lims, scores, rows = self.faiss.range_search(vector[None, :], float(np.nextafter(np.float32(floor), np.float32(-np.inf))))
-        return scores[lims[0]:lims[1]], rows[lims[0]:lims[1]]

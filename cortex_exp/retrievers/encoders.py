@@ -11,6 +11,7 @@ This is the only module that imports torch (through sentence-transformers), and 
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import socket
@@ -63,6 +64,7 @@ class LocalEncoder(Encoder):
         self.batch_size = batch_size
         self.show_progress = show_progress
         self._model = None
+        self._dim: int | None = None
 
     def __repr__(self) -> str:
         return f"LocalEncoder(model_id={self.model_id!r}, batch_size={self.batch_size})"
@@ -72,17 +74,21 @@ class LocalEncoder(Encoder):
 
     @property
     def dim(self) -> int:
-        if self._model is None and self.model_id == LOCAL_MODEL:
+        if self._dim is None and self.model_id == LOCAL_MODEL:
             # read from the pooling config, so that asking the size loads no model
             config = json.loads((packaged_model_path() / "1_Pooling" / "config.json").read_text())
-            return int(config["word_embedding_dimension"])
-        return int(self.model().get_sentence_embedding_dimension())
+            self._dim = int(config["word_embedding_dimension"])
+        elif self._dim is None:
+            model = self.model()
+            size = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+            self._dim = int(size())
+        return self._dim
 
     def model(self):
         """The sentence-transformers model, loaded (and torch imported) on first use."""
         if self._model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ["HF_HUB_OFFLINE"] = "1"  # never reach for the network
+            os.environ["TRANSFORMERS_OFFLINE"] = "1"
             from sentence_transformers import SentenceTransformer
 
             try:
@@ -161,8 +167,8 @@ class EndpointEncoder(Encoder):
             raise self._fail(f"cannot connect ({exc.reason}); is the server running?") from exc
         except (TimeoutError, socket.timeout) as exc:
             raise self._fail(f"no answer within {self.timeout} s (timeout)") from exc
-        except (ConnectionError, OSError) as exc:
-            raise self._fail(f"connection failed ({exc})") from exc
+        except (OSError, http.client.HTTPException) as exc:
+            raise self._fail(f"connection failed ({exc!r})") from exc
         return self._parse(raw, len(batch))
 
     def _parse(self, raw: bytes, expected: int) -> np.ndarray:

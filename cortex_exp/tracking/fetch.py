@@ -9,8 +9,10 @@ The write side (the `comparisons` run) goes through `cortex_exp.tracking.open_ru
 from __future__ import annotations
 
 import json
+import os
 import re
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,22 +55,25 @@ def connect(uri: str):
         if not db.is_file():
             raise InputError(f"no MLflow store at {uri} (file {db} does not exist); pass "
                              "--tracking-uri or set MLFLOW_TRACKING_URI to the store the runs were logged to")
+    # MLflow 3 sends usage telemetry from an exit hook (~1 s, a network call) unless told not
+    # to; a user who wants it sets MLFLOW_DISABLE_TELEMETRY=false. Read at `import mlflow`.
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     from mlflow.tracking import MlflowClient
 
     return MlflowClient(tracking_uri=uri)
 
 
-def _experiment_ids(client, experiment: str | None) -> list[str]:
-    """The named experiment; with no name, `cortex_exp` if it exists, else every experiment."""
+def _experiment_scopes(client, experiment: str | None) -> list[list[str]]:
+    """Where to look, in order: the named experiment; with no name, `cortex_exp` (if it exists)
+    and then every experiment."""
     if experiment:
         exp = client.get_experiment_by_name(experiment)
         if exp is None:
             raise InputError(f"--experiment {experiment!r}: no such experiment in this MLflow store")
-        return [exp.experiment_id]
+        return [[exp.experiment_id]]
+    everything = [e.experiment_id for e in client.search_experiments()]
     exp = client.get_experiment_by_name(DEFAULT_EXPERIMENT)
-    if exp is not None:
-        return [exp.experiment_id]
-    return [e.experiment_id for e in client.search_experiments()]
+    return [[exp.experiment_id], everything] if exp is not None else [everything]
 
 
 def find_run(client, selector: str, experiment: str | None = None):
@@ -83,26 +88,49 @@ def find_run(client, selector: str, experiment: str | None = None):
             pass  # not a run id after all: try it as a run name
     if "'" in name or not name:
         raise InputError(f"run selector {selector!r}: expected a run id, NAME or latest:NAME (no quotes)")
-    runs = client.search_runs(
-        _experiment_ids(client, experiment),
-        filter_string=f"attributes.run_name = '{name}' and attributes.status = 'FINISHED'",
-        max_results=1, order_by=["attributes.start_time DESC"])
-    if not runs:
-        raise InputError(f"run selector {selector!r}: no FINISHED run named {name!r}"
-                         f"{f' in experiment {experiment!r}' if experiment else ''}; "
-                         "pass a run id, or a run name such as core/bm25_v2 (see `mlflow ui`)")
-    return runs[0]
+    for scope in _experiment_scopes(client, experiment):
+        runs = client.search_runs(
+            scope, filter_string=f"attributes.run_name = '{name}' and attributes.status = 'FINISHED'",
+            max_results=1, order_by=["attributes.start_time DESC"])
+        if runs:
+            return runs[0]
+    where = f" in experiment {experiment!r}" if experiment else ""
+    raise InputError(f"run selector {selector!r}: no FINISHED run named {name!r}{where}; "
+                     "pass a run id, or a run name such as core/bm25_v2 (see `mlflow ui`)")
 
 
-def _download_text(client, run_id: str, path: str) -> str | None:
+def _read_artifact(client, run, path: str) -> str | None:
+    """Text of one artifact, None if the run has none. Local (file:) artifact stores are read in
+    place; others are downloaded to a temporary folder, without progress bars on stderr."""
+    from urllib.parse import unquote, urlparse
+
+    root = run.info.artifact_uri or ""
+    parsed = urlparse(root)
+    if parsed.scheme in ("file", ""):
+        local = Path(unquote(parsed.path) if parsed.scheme else root) / path
+        return local.read_text(encoding="utf-8") if local.is_file() else None
     from mlflow.exceptions import MlflowException
 
-    with tempfile.TemporaryDirectory(prefix="cortex_compare_") as tmp:
+    with _env("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false"), \
+            tempfile.TemporaryDirectory(prefix="cortex_compare_") as tmp:
         try:
-            local = client.download_artifacts(run_id, path, tmp)
+            local = client.download_artifacts(run.info.run_id, path, tmp)
         except (MlflowException, OSError):
             return None
         return Path(local).read_text(encoding="utf-8")
+
+
+@contextmanager
+def _env(key: str, value: str):
+    old = os.environ.get(key)
+    os.environ[key] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = old
 
 
 def parse_per_query(text: str, where: str) -> list[dict[str, Any]]:
@@ -129,13 +157,13 @@ def load_run(client, run, with_fingerprint: bool = True) -> RunRecord:
     """Tags, params and artifacts of one MLflow run; exit 2 when it has no per_query.jsonl."""
     record = RunRecord(run.info.run_id, run.info.run_name or "", run.info.status,
                        run.info.experiment_id, dict(run.data.tags), dict(run.data.params))
-    text = _download_text(client, record.run_id, "per_query.jsonl")
+    text = _read_artifact(client, run, "per_query.jsonl")
     if text is None:
         raise InputError(f"run {record.label}: has no per_query.jsonl artifact; "
                          "only benchmark runs (python -m cortex_exp) can be compared")
     record.per_query = parse_per_query(text, f"run {record.run_id} per_query.jsonl")
     if with_fingerprint:
-        fp = _download_text(client, record.run_id, "corpus_fingerprint.json")
+        fp = _read_artifact(client, run, "corpus_fingerprint.json")
         record.fingerprint = json.loads(fp) if fp else None
     return record
 
