@@ -66,14 +66,36 @@ def rank_components(settings: RunSettings, corpus: Corpus, indexes: dict[str, In
             log(f"ranked {len(texts)} queries with {name} in {time.perf_counter() - t0:.1f}s")
             return result
 
-        if settings.faults.get(name, "none") != "none":
-            out[name] = compute()
+        if settings.faults.get(name, "none") != "none":  # a drill: never cached
+            out[name] = _measure_anyway(settings, name, compute, len(texts))
             continue
         key = cache_key(specs[name], corpus.fingerprint, texts, depth)
-        out[name], source = cached_rankings(key, settings.cache_dir, compute)
-        if source != "computed":
-            log(f"reused {name} rankings ({source} cache)")
+        # a failure is not cached: `cached_rankings` stores only what `compute` returned
+        out[name] = _measure_anyway(settings, name, lambda k=key, c=compute, n=name: _cached(settings, k, c, n),
+                                    len(texts))
     return out
+
+
+def _cached(settings: RunSettings, key: str, compute, name: str) -> list[Ranking]:
+    rankings, source = cached_rankings(key, settings.cache_dir, compute)
+    if source != "computed":
+        log(f"reused {name} rankings ({source} cache)")
+    return rankings
+
+
+def _measure_anyway(settings: RunSettings, name: str, compute, n: int) -> list[Ranking]:
+    """Under gates.allow_degraded a failing component counts as answering nothing, which is what
+    the system it stands for does silently; otherwise its error propagates."""
+    from .errors import ComponentError
+
+    try:
+        return compute()
+    except ComponentError as exc:
+        if not settings.gates.allow_degraded:
+            raise GateRefused(f"COMPONENT DOWN: {name}: failed during the run after passing the probe: {exc}\n"
+                              "No MLflow run was created. To measure anyway pass gates.allow_degraded=true.") from exc
+        log(f"{name} failed during the run ({exc}); measured as returning nothing (gates.allow_degraded=true)")
+        return [Ranking((), ())] * n
 
 
 def load_features(settings: RunSettings, corpus: Corpus, degraded: list[str]):

@@ -163,13 +163,17 @@ def choose_metrics(rows_a, rows_b, qids, requested: list[str] | None) -> list[st
 
 
 def cluster_labels(rows_a, qids) -> tuple[list[str] | None, str | None]:
-    """Project of each paired query for the cluster bootstrap, or None and the fallback warning."""
+    """Project of each paired query for the cluster bootstrap (None: fall back to the plain
+    bootstrap, fewer than 2 projects), and a warning when there is one to give."""
     projects = [rows_a[q].get("project") for q in qids]
     named = {p for p in projects if p is not None}
     if len(named) < 2:
         why = "the runs have no projects" if not named else "all queries come from one project"
         return None, f"WARNING: CLUSTER FALLBACK: {why}; --ci cluster fell back to the plain bootstrap"
-    return [p if p is not None else f"(no project) {q}" for p, q in zip(projects, qids)], None
+    loose = sum(p is None for p in projects)
+    note = (f"WARNING: CLUSTER: {loose} queries have no project; each is resampled as a cluster of its own"
+            if loose else None)
+    return [p if p is not None else f"(no project) {q}" for p, q in zip(projects, qids)], note
 
 
 def interval_for(d: np.ndarray, ci: str, groups, seed: int, kind: str) -> stats.Interval:
@@ -192,10 +196,9 @@ def compare_runs(a, b, opts) -> tuple[dict, dict[str, np.ndarray]]:
     warnings += ([fp] if fp else []) + status
     ci, groups = opts.ci, None
     if ci == "cluster":
-        groups, fallback = cluster_labels(rows_a, qids)
-        if fallback:
-            warnings.append(fallback)
-            ci = "bootstrap"
+        groups, note = cluster_labels(rows_a, qids)
+        warnings += [note] if note else []
+        ci = "cluster" if groups is not None else "bootstrap"
     metrics, diffs = {}, {}
     for name in choose_metrics(rows_a, rows_b, qids, opts.metric):
         va, vb = [float(rows_a[q][name]) for q in qids], [float(rows_b[q][name]) for q in qids]
@@ -311,10 +314,10 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 0
 
 
-def _process_main() -> int:
-    """`python -m cortex_exp.compare`: `main` tuned for a short-lived process. Fewer garbage
-    collections while MLflow's ~2,000 modules import, and none at exit (`gc.freeze`): together
-    about a second of a ~3 s command (bench/compare_speed.py)."""
+def entry() -> int:
+    """`python -m cortex_exp.compare` (and the place for a console script): `main` tuned for a
+    short-lived process. Fewer garbage collections while MLflow's ~2,000 modules import, and
+    none at exit (`gc.freeze`): together about a second of a ~3 s command (bench/compare_speed.py)."""
     gc.set_threshold(100_000, 50, 100)
     code = main()
     gc.freeze()
@@ -322,4 +325,4 @@ def _process_main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_process_main())
+    sys.exit(entry())

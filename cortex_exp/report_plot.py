@@ -35,8 +35,8 @@ def sample_lines(result: dict, effect: float) -> list[str]:
     """What the sample can see, one line per metric."""
     n = result["n_queries"]
     return [
-        f"{name}: with {n} queries, effects below ±{m['half_width']:.4f} are invisible; "
-        f"detecting {effect:g} needs {m['queries_needed']} queries"
+        f"{name}: with {n} queries, effects below ±{m['half_width']:.4f} are invisible (the interval's "
+        f"half-width); detecting {effect:g} with 80% power needs {m['queries_needed']} queries"
         for name, m in result["metrics"].items()
     ]
 

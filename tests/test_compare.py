@@ -124,7 +124,7 @@ def test_selectors_and_table_output(store, capsys):
     out, err = capsys.readouterr()
     assert code == 0, err
     assert runs["latest_v2"] in out and "recall_at_5" in out and "W/T/L" in out
-    assert "effects below ±" in out and "detecting 0.05 needs" in out
+    assert "effects below ±" in out and "detecting 0.05 with 80% power needs" in out
     assert "comparison_run_id: " in out.strip().splitlines()[-1]
     comp_id = out.strip().splitlines()[-1].split(": ")[1]
     comp = mlflow.MlflowClient(uri).get_run(comp_id)

@@ -55,9 +55,6 @@ def connect(uri: str):
         if not db.is_file():
             raise InputError(f"no MLflow store at {uri} (file {db} does not exist); pass "
                              "--tracking-uri or set MLFLOW_TRACKING_URI to the store the runs were logged to")
-    # MLflow 3 sends usage telemetry from an exit hook (~1 s, a network call) unless told not
-    # to; a user who wants it sets MLFLOW_DISABLE_TELEMETRY=false. Read at `import mlflow`.
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     from mlflow.tracking import MlflowClient
 
     return MlflowClient(tracking_uri=uri)
