@@ -1,0 +1,53 @@
+"""Multiruns as users type them: one parent MLflow run, the jobs nested, one summary table."""
+
+from __future__ import annotations
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from conftest import files_overrides, run_cli
+
+pytestmark = pytest.mark.slow
+ROWS = ["core", "graph", "graph_boosts", "graph_boosts_honest", "graph_boosts_honest_full"]
+
+
+@pytest.mark.parametrize("launcher", ["basic", "joblib"])
+def test_all_rows_under_one_parent_and_nothing_lost(demo_dir, tmp_path, launcher):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    extra = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"] if launcher == "joblib" else []
+    r = run_cli(["cortex_exp", "-m", "row=" + ",".join(ROWS), *files_overrides(demo_dir, uri), *extra,
+                 f"hydra.sweep.dir={tmp_path}/multirun"], tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.strip().splitlines()
+    assert lines[-1].startswith("parent_run_id: ")
+    parent = lines[-1].split()[1]
+    assert sum(l.startswith("run_id: ") for l in lines) == 5
+    summary = lines[lines.index(next(l for l in lines if l.startswith("run "))):]
+    assert any(l.startswith("core/bm25_v2") and "decides" in l for l in summary)
+    assert sum("/bm25_v2" in l and " reference " in l for l in summary) == 4
+    client = MlflowClient(uri)
+    assert client.get_run(parent).info.status == "FINISHED"
+    exp = client.get_run(parent).info.experiment_id
+    children = client.search_runs([exp], f"tags.mlflow.parentRunId = '{parent}'")
+    assert sorted(c.data.tags["row"] for c in children) == sorted(ROWS)
+    for child in children:
+        assert child.info.status == "FINISHED"
+        assert child.data.tags["decides"] == ("true" if child.data.tags["row"] == "core" else "false")
+        assert len(child.data.metrics) >= 10
+        names = {a.path for a in client.list_artifacts(child.info.run_id)}
+        assert {"per_query.jsonl", "corpus_fingerprint.json", "golden_manifest.json", "config.yaml", "health.json"} <= names
+    core = next(c for c in children if c.data.tags["row"] == "core").data.metrics["recall_at_24"]
+    leaky = next(c for c in children if c.data.tags["row"] == "graph_boosts").data.metrics["recall_at_24"]
+    honest = next(c for c in children if c.data.tags["row"] == "graph_boosts_honest").data.metrics["recall_at_24"]
+    full = next(c for c in children if c.data.tags["row"] == "graph_boosts_honest_full").data.metrics["recall_at_24"]
+    assert leaky > core and honest < leaky and full <= honest
+
+
+def test_a_job_refused_by_a_gate_fails_the_parent(demo_dir, tmp_path):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    r = run_cli(["cortex_exp", "-m", "row=core,graph", "faults.lexical=empty", *files_overrides(demo_dir, uri),
+                 f"hydra.sweep.dir={tmp_path}/multirun"], tmp_path)
+    assert r.returncode == 3 and "COMPONENT DOWN: lexical" in r.stderr
+    client = MlflowClient(uri)
+    (parent,) = [run for e in client.search_experiments() for run in client.search_runs([e.experiment_id])]
+    assert parent.info.status == "FAILED"
