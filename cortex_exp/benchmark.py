@@ -15,7 +15,7 @@ from pathlib import Path
 from . import gates, metrics, pipeline, tracking
 from .corpus import Corpus, load_corpus
 from .dataprep import prepare_data
-from .errors import GateRefused, InputError
+from .errors import ComponentError, GateRefused, InputError
 from .rows import rerank
 from .golden import GoldenSet, load_golden
 from .ranking_cache import cache_key, cached_rankings
@@ -48,10 +48,24 @@ def build_indexes(settings: RunSettings, corpus: Corpus) -> dict[str, Index]:
         key = (repr(spec), corpus.fingerprint)
         if key not in _INDEXES:
             t0 = time.perf_counter()
-            _INDEXES[key] = spec.index(corpus)
+            try:
+                _INDEXES[key] = spec.index(corpus)
+            except ComponentError as exc:  # not cached: the probe reports it down
+                out[name] = DownIndex(name, str(exc))
+                continue
             log(f"indexed {name} {spec!r} over {len(corpus)} documents in {time.perf_counter() - t0:.1f}s")
         out[name] = wrap(_INDEXES[key], settings.faults.get(name, "none"), f"faults.{name}")
     return out
+
+
+class DownIndex(Index):
+    """A component whose index could not be built: every search raises, so the probe says DOWN."""
+
+    def __init__(self, component: str, reason: str):
+        self.component, self.reason = component, reason
+
+    def search(self, queries, k):
+        raise ComponentError(self.component, f"could not be indexed: {self.reason}")
 
 
 def rank_components(settings: RunSettings, corpus: Corpus, indexes: dict[str, Index],

@@ -26,8 +26,8 @@ def _dense(rs: RetrieverSettings, cache_dir) -> Retriever:
     from .retrievers.dense import Dense
 
     p = rs.dense
-    return Dense(model=str(p.get("model", "all-MiniLM-L6-v2")), endpoint=p.get("endpoint") or None,
-                 batch_size=int(p.get("batch_size", 64)), timeout_s=float(p.get("timeout_s", 30)),
+    return Dense(model=str(p["model"]), endpoint=p.get("endpoint") or None,
+                 batch_size=int(p.get("batch_size", 64)), timeout=float(p.get("timeout_s", 30)),
                  cache_dir=str(cache_dir / "embeddings"))
 
 

@@ -75,13 +75,17 @@ def test_an_exception_after_the_run_starts_marks_it_failed(demo_dir, tmp_path, m
 
 
 def test_core_lexical_path_imports_no_torch(demo_dir, tmp_path):
-    code = ("import sys; from conftest import compose, files_overrides; from cortex_exp import benchmark; "
-            f"benchmark.run(compose(files_overrides(__import__('pathlib').Path({str(demo_dir)!r}), 'sqlite:///{tmp_path}/m.db'))); "
-            "print('TORCH', 'torch' in sys.modules, 'sentence_transformers' in sys.modules)")
-    r = run_cli(["pytest", "--version"], tmp_path)  # warm nothing; just the interpreter
+    import os
     import subprocess
-    out = subprocess.run([sys.executable, "-c", code], cwd=str(__import__("pathlib").Path(__file__).parent),
-                         capture_output=True, text=True, env={**__import__("os").environ, "PYTHONPATH": str(__import__("pathlib").Path(__file__).parents[1])})
+    from pathlib import Path
+
+    tests = Path(__file__).parent
+    code = ("import sys; from pathlib import Path; from conftest import compose, files_overrides; "
+            "from cortex_exp import benchmark; "
+            f"benchmark.run(compose(files_overrides(Path({str(demo_dir)!r}), 'sqlite:///{tmp_path}/m.db'))); "
+            "print('TORCH', 'torch' in sys.modules, 'sentence_transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": f"{tests}{os.pathsep}{tests.parent}"})
     assert "TORCH False False" in out.stdout, out.stderr[-2000:]
 
 

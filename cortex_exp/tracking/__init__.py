@@ -59,8 +59,10 @@ def ensure_experiment(uri: str, name: str) -> str:
     if exp is not None:
         return exp.experiment_id
     location = None
-    if uri.startswith("sqlite:"):
-        location = Path(DEFAULT_ARTIFACTS).resolve().as_uri()
+    if uri.startswith("sqlite:///"):
+        # artifacts beside the database: sqlite:///mlflow.db keeps them under ./mlruns/
+        db = Path(uri.removeprefix("sqlite:///"))
+        location = (db.parent / DEFAULT_ARTIFACTS).resolve().as_uri()
     try:
         return client.create_experiment(name, artifact_location=location)
     except Exception:  # another process created it first: read it back
