@@ -133,3 +133,34 @@ def test_core_is_blind_to_the_verdicts(demo_dir, uri, tmp_path):
     # and a learned row does move with the verdicts: the test can fail
     leaky = compose(files_overrides(demo_dir, uri) + ["row=graph_boosts"])
     assert [r["top"] for r in benchmark.run(leaky).per_query] != tops["real"]
+
+
+# The four incidents of issue 5, replayed through a real run.
+
+def test_incident_dense_side_off_hybrid_is_component_down(demo_dir, uri):
+    """Half an hour of "hybrid" was once measured with the embedding server off."""
+    overrides = files_overrides(demo_dir, uri) + ["retriever=hybrid", "retriever.dense.endpoint=http://127.0.0.1:9"]
+    with pytest.raises(GateRefused) as err:
+        benchmark.run(compose(overrides))
+    assert str(err.value).startswith("COMPONENT DOWN: dense") and "127.0.0.1:9" in str(err.value)
+    assert runs(uri) == []
+
+
+def test_incident_lexical_side_swallowing_its_errors(demo_dir, uri):
+    """A lexical side that caught its own errors and returned empty lists looked healthy."""
+    for fault, prefix in (("empty", "COMPONENT DOWN: lexical"), ("empty_after_probe", "COMPONENT SILENT: lexical")):
+        with pytest.raises(GateRefused) as err:
+            benchmark.run(compose(files_overrides(demo_dir, uri) + ["retriever=hybrid", f"faults.lexical={fault}"]))
+        assert str(err.value).startswith(prefix)
+
+
+def test_hybrid_dense_error_drill_and_its_override(demo_dir, uri):
+    base = files_overrides(demo_dir, uri) + ["retriever=hybrid", "faults.dense=error"]
+    with pytest.raises(GateRefused) as err:
+        benchmark.run(compose(base))
+    assert str(err.value).startswith("COMPONENT DOWN: dense")
+    out = benchmark.run(compose(base + ["gates.allow_degraded=true"]))
+    assert out.tags["degraded"] == "true"
+    lexical_only = benchmark.run(compose(files_overrides(demo_dir, uri) + ["retriever=bm25_v2"]))
+    # measured anyway, "hybrid" with the dense side down ranks exactly like its lexical side alone
+    assert [r["top"] for r in out.per_query] == [r["top"] for r in lexical_only.per_query]
