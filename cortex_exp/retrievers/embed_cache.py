@@ -3,10 +3,11 @@
 key = sha256(model_id + "\\x1f" + text). One folder per model (`<root>/<sha256(model_id)[:16]>/`,
 with `model.json` naming the model), holding append-only shards: `shard-<ns>-<pid>-<rand>.npz`,
 each an uncompressed npz of `keys` (uint8, n x 32: raw digests; not the `S32` dtype, which
-drops trailing zero bytes) and `vectors` (float32, n x dim). A shard
-is written to a temporary file and renamed into place, so a reader sees whole shards only and
-two processes writing at once never clash (unique names; a text both encode is stored twice,
-harmlessly). Shards load with `np.load(allow_pickle=False)`.
+drops trailing zero bytes) and `vectors` (float32, n x dim). A shard is written to a temporary
+file and renamed into place, so a reader sees whole shards only and two processes writing at
+once never clash (unique names; a text both encode is stored twice, harmlessly). Shards load
+with `np.load(allow_pickle=False)`. Past COMPACT_ABOVE shards, `put` merges them: the merged
+shard is written before the old ones are deleted, so no vector is ever absent from disk.
 
 `CachedEncoder` wraps an `Encoder`: only the texts the cache lacks are encoded, then stored.
 """
