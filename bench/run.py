@@ -1,0 +1,19 @@
+"""Run every bench script in turn (`make bench`); each prints its table and writes bench/results/."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRIPTS = ["retrieval_speed.py", "sweep_speed.py", "rows_speed.py", "compare_speed.py"]
+
+if __name__ == "__main__":
+    failed = []
+    for script in SCRIPTS:
+        print(f"\n== {script}", flush=True)
+        if subprocess.run([sys.executable, str(HERE / script)], cwd=HERE.parent).returncode != 0:
+            failed.append(script)
+    print("\nbench: " + ("all targets met" if not failed else "missed: " + ", ".join(failed)))
+    sys.exit(1 if failed else 0)
