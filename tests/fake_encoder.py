@@ -59,3 +59,24 @@ class DownEncoder(FakeEncoder):
 
     def encode(self, texts: list[str]) -> np.ndarray:
         raise ComponentError("dense", "fake model is down")
+
+
+class HashedBagEncoder(FakeEncoder):
+    """Bag of words hashed into `dim` buckets: strong enough to pass the known-answer probe
+    (a title finds its own document), still no model. Used behind a loopback embedding server."""
+
+    def __init__(self, dim: int = 512, model_id: str = "fake/hashed-bag"):
+        super().__init__(keywords=(), model_id=model_id)
+        self._dim = dim
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def vector(self, text: str) -> np.ndarray:
+        import hashlib
+
+        v = np.zeros(self._dim, dtype=np.float32)
+        for word in re.findall(r"[a-z0-9]+", text.lower()):
+            v[int(hashlib.md5(word.encode()).hexdigest()[:8], 16) % self._dim] += 1.0
+        return v

@@ -51,3 +51,30 @@ def test_a_job_refused_by_a_gate_fails_the_parent(demo_dir, tmp_path):
     client = MlflowClient(uri)
     (parent,) = [run for e in client.search_experiments() for run in client.search_runs([e.experiment_id])]
     assert parent.info.status == "FAILED"
+
+
+def test_fusion_weight_sweep_five_nested_runs_and_the_best_marked(demo_dir, tmp_path, monkeypatch):
+    """The sweep users type, with the dense side on a loopback embedding server (fake encoder)."""
+    import test_endpoint
+    from fake_encoder import HashedBagEncoder
+
+    monkeypatch.setattr(test_endpoint, "FAKE", HashedBagEncoder())  # the server answers hashed bags of words
+    server = test_endpoint.Server("good")
+    try:
+        uri = f"sqlite:///{tmp_path}/mlflow.db"
+        r = run_cli(["cortex_exp", "-m", "retriever=hybrid", "retriever.fusion.weight=0,0.25,0.5,0.75,1",
+                     f"retriever.dense.endpoint={server.url}", *files_overrides(demo_dir, uri),
+                     f"hydra.sweep.dir={tmp_path}/multirun"], tmp_path)
+    finally:
+        server.close()
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.strip().splitlines()
+    parent = lines[-1].split()[1]
+    assert sum(l.startswith("run_id: ") for l in lines) == 5
+    weights = [l for l in lines if l.startswith("core/hybrid w=")]
+    assert len(weights) == 5 and sum(" * " in f" {l} " for l in weights) == 1
+    children = MlflowClient(uri).search_runs([MlflowClient(uri).get_run(parent).info.experiment_id],
+                                             f"tags.mlflow.parentRunId = '{parent}'")
+    assert sorted(float(c.data.params["retriever.fusion.weight"]) for c in children) == [0, 0.25, 0.5, 0.75, 1]
+    # the side rankings are computed once for the whole sweep, then reused
+    assert r.stderr.count("ranked 4") == 2 and r.stderr.count("reused") >= 8
