@@ -72,6 +72,16 @@ def ensure_experiment(uri: str, name: str) -> str:
         return exp.experiment_id
 
 
+def _terminate(client, run_id: str, status: str) -> None:
+    """End a run. MLflow writes "View run ... at: <url>" to stdout for server URIs: that link
+    goes to stderr, so that stdout keeps only tables and ids (CONTRACT §1)."""
+    import contextlib
+    import sys
+
+    with contextlib.redirect_stdout(sys.stderr):
+        client.set_terminated(run_id, status)
+
+
 class RunLog:
     """One open MLflow run."""
 
@@ -142,9 +152,9 @@ def open_run(uri: str, experiment: str, name: str, tags: dict,
     try:
         yield log
     except BaseException:
-        client.set_terminated(log.run_id, "FAILED")
+        _terminate(client, log.run_id, "FAILED")
         raise
-    client.set_terminated(log.run_id, log.status)
+    _terminate(client, log.run_id, log.status)
 
 
 def start_parent(uri: str, experiment: str, name: str, tags: dict, params: dict | None = None) -> str:
@@ -157,7 +167,7 @@ def start_parent(uri: str, experiment: str, name: str, tags: dict, params: dict 
 
 
 def end_run(uri: str, run_id: str, status: str = "FINISHED") -> None:
-    _client(uri).set_terminated(run_id, status)
+    _terminate(_client(uri), run_id, status)
 
 
 def child_runs(uri: str, parent_run_id: str) -> list[dict]:
