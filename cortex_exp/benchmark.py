@@ -157,7 +157,7 @@ def score_all(settings: RunSettings, corpus: Corpus, golden: GoldenSet, ranked: 
     for query, ranking in zip(golden.queries, ranked):
         top = metrics.cut(ranking.doc_ids, corpus.always_served, settings.ks)
         values = metrics.score_query(top, positives[query.qid], noise[query.qid], settings.ks)
-        rows.append({"qid": query.qid, "project": query.project, **values, "top": top})
+        rows.append({"qid": query.qid, "project": query.project, **values, "top": top[:max(settings.ks)]})
     return rows
 
 
@@ -200,6 +200,8 @@ def run(settings: RunSettings) -> Outcome:
     uri = tracking.resolve_uri(settings.tracking_uri)
     tracking.check_reachable(uri)
     prepare_data(settings.data, log)
+    if settings.data.serves and not Path(settings.data.serves).is_file():
+        raise InputError(f"data.serves: {settings.data.serves} does not exist (leave it unset for no serve log)")
     corpus, golden = load_corpus(settings.data.corpus), load_golden(settings.data.golden)
     degraded: list[str] = []
     warnings: list[str] = []

@@ -271,13 +271,25 @@ def run_compare(opts, uri: str) -> None:
             print(f"comparison_run_id: {run_id}", file=sys.stderr if opts.json else sys.stdout)
 
 
+def sweep_primary(children) -> str:
+    """The metric the sweep was run for: its `metrics.primary`, else recall at its largest K."""
+    params = children[0].params if children else {}
+    if params.get("metrics.primary") not in (None, "", "None"):
+        return params["metrics.primary"]
+    try:
+        ks = json.loads(params.get("metrics.ks", "[24]"))
+        return f"recall_at_{max(ks)}"
+    except (ValueError, TypeError):
+        return "recall_at_24"
+
+
 def run_sweep(opts, uri: str) -> None:
     from .sweep_cv import cross_validate, format_table, qid_mismatch, swept_param, sweep_scores
     from .tracking.fetch import connect, fetch_sweep
 
     parent, children = fetch_sweep(connect(uri), opts.sweep, opts.experiment)
     param = swept_param(parent.params.get("sweep.param", ""))
-    per_weight, run_ids = sweep_scores(children, param, opts.metric or ["recall_at_24"])
+    per_weight, run_ids = sweep_scores(children, param, opts.metric or [sweep_primary(children)])
     projects = {r["qid"]: r.get("project") for c in children for r in c.per_query}
     warnings = [f"WARNING: SWEEP QUERIES DIFFER: {s}" for s in qid_mismatch(children)]
     for w in warnings:

@@ -16,10 +16,11 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from . import tracking
-from .errors import InputError
+from .errors import InputError, ServiceUnreachable
 from .gates import GateSettings
 from .rows import FeatureParams
-from .settings import FAULT_MODES, DataSettings, RetrieverSettings, RunSettings
+from .config_check import check_run_config
+from .settings import DataSettings, RetrieverSettings, RunSettings
 
 PARENT_FILE = "parent_run_id"
 
@@ -52,17 +53,13 @@ def _flatten(prefix: str, node, out: dict) -> dict:
 
 def settings_from_cfg(cfg: DictConfig, parent_run_id: str | None = None) -> RunSettings:
     """Validate the composed config; an error names the config key (exit 2)."""
-    missing = [k for k in ("data.corpus", "data.golden") if OmegaConf.is_missing(cfg, k)]
+    missing = [f"data.{k}" for k in ("corpus", "golden") if OmegaConf.is_missing(cfg.data, k)]
     if missing:
         raise InputError(f"{', '.join(missing)}: required with data=files "
                          "(e.g. data.corpus=path/corpus.jsonl data.golden=path/golden)")
     c = OmegaConf.to_container(cfg, resolve=True)
-    for side in ("lexical", "dense"):
-        if c["faults"][side] not in FAULT_MODES:
-            raise InputError(f"faults.{side}: {c['faults'][side]!r} is not one of {', '.join(FAULT_MODES)}")
-    ks = tuple(int(k) for k in c["metrics"]["ks"])
-    if not ks or min(ks) < 1:
-        raise InputError(f"metrics.ks: {list(ks)} must be positive integers")
+    check_run_config(c)
+    ks = tuple(c["metrics"]["ks"])
     data = DataSettings(corpus=_path(c["data"]["corpus"]), golden=_path(c["data"]["golden"]),
                         serves=_path(c["data"].get("serves")), generate=bool(c["data"].get("generate")),
                         seed=c["data"].get("seed"), beir=_path(c["data"].get("beir")))
@@ -83,7 +80,7 @@ def settings_from_cfg(cfg: DictConfig, parent_run_id: str | None = None) -> RunS
     except (TypeError, ValueError) as exc:
         raise InputError(f"row.features: {exc}") from None
     return RunSettings(features=features, data=data, retriever=retriever, row=c["row"]["name"], ks=ks,
-                       primary=c["metrics"].get("primary", f"recall_at_{max(ks)}"), gates=gate_settings,
+                       primary=c["metrics"].get("primary") or f"recall_at_{max(ks)}", gates=gate_settings,
                        faults=c["faults"], tracking_uri=c["mlflow"]["tracking_uri"],
                        experiment=c["mlflow"]["experiment"], parent_run_id=parent_run_id,
                        config_yaml=OmegaConf.to_yaml(OmegaConf.create(c)), params=params)
@@ -113,7 +110,11 @@ class ParentRunCallback(Callback):
         from .sweep import open_parent
 
         self.uri = tracking.resolve_uri(config.mlflow.tracking_uri)
-        tracking.check_reachable(self.uri)
+        try:
+            tracking.check_reachable(self.uri)
+        except ServiceUnreachable as exc:  # Hydra turns a callback's exception into a warning: exit here
+            print(exc, file=sys.stderr)
+            sys.exit(exc.exit_code)
         swept = [o for o in config.hydra.overrides.task if "," in o.split("=", 1)[-1]]
         self.run_id = open_parent(self.uri, config.mlflow.experiment, swept)
         sweep_dir = Path(config.hydra.sweep.dir)
@@ -125,7 +126,8 @@ class ParentRunCallback(Callback):
         from .sweep import close_parent
 
         _OPEN_PARENTS.remove((self.uri, self.run_id))
-        close_parent(self.uri, self.run_id, config.metrics.get("primary"))
+        primary = config.metrics.get("primary") or f"recall_at_{max(config.metrics.ks)}"
+        close_parent(self.uri, self.run_id, primary)
         sys.stdout.flush()
 
 

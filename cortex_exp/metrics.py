@@ -34,6 +34,8 @@ def measure_id(name: str) -> str:
 
 
 def cut(ranked: Iterable[str], always_served: frozenset[str] | set[str], ks: Sequence[int]) -> list[str]:
+    """The ranking with always-served documents removed, as deep as the metrics look:
+    the largest K, and at least 10 for nDCG@10. `top` (what is logged) is its first max(ks)."""
     depth = max(max(ks), 10)
     out = []
     for doc_id in ranked:
@@ -62,7 +64,7 @@ def score_query(top: Sequence[str], positives: set[str], noise: set[str], ks: Se
         values[f"recall_at_{k}"] = sum(d in positives for d in head) / len(positives)
     for k in sorted(set(ks)):
         values[f"noise_at_{k}"] = sum(d in noise for d in top[:k]) / k
-    values["mrr"] = next((1.0 / (i + 1) for i, d in enumerate(top) if d in positives), 0.0)
+    values["mrr"] = next((1.0 / (i + 1) for i, d in enumerate(top[:max(ks)]) if d in positives), 0.0)
     dcg = sum(1.0 / math.log2(i + 2) for i, d in enumerate(top[:10]) if d in positives)
     idcg = sum(1.0 / math.log2(i + 2) for i in range(min(len(positives), 10)))
     values["ndcg_at_10"] = dcg / idcg

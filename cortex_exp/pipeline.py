@@ -49,8 +49,8 @@ def check_fusion(rs: RetrieverSettings) -> None:
         raise InputError(f"retriever.fusion.method: {f.get('method')!r} is not rrf or weighted")
     if not 0.0 <= float(f.get("weight", 0.5)) <= 1.0:
         raise InputError(f"retriever.fusion.weight: {f.get('weight')} is outside 0..1")
-    if float(f.get("rrf_k", 60)) <= 0:
-        raise InputError(f"retriever.fusion.rrf_k: {f.get('rrf_k')} must be positive")
+    if float(f.get("rrf_k", 60)) < 0:
+        raise InputError(f"retriever.fusion.rrf_k: {f.get('rrf_k')} must be >= 0")
 
 
 def combine(rs: RetrieverSettings, rankings: dict[str, list[Ranking]], k: int) -> list[Ranking]:

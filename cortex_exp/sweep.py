@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import tracking
+from .metrics import higher_is_better
 from .report import table
 
 ROW_ORDER = ("core", "graph", "graph_boosts", "graph_boosts_honest", "graph_boosts_honest_full")
@@ -27,7 +28,8 @@ def summary(children: list[dict], primary: str | None) -> str:
     primary = primary if primary in names else names[0]
     rows_vary = len({c["tags"].get("row") for c in finished}) > 1
     # across rows a "best" would crown a row that learned from the answers: only core decides
-    best = None if rows_vary else max(finished, key=lambda c: c["metrics"].get(primary, float("-inf")))
+    sign = 1 if higher_is_better(primary) else -1
+    best = None if rows_vary else max(finished, key=lambda c: sign * c["metrics"].get(primary, -sign * float("inf")))
     rows = []
     for c in sorted(finished, key=_order):
         t = c["tags"]

@@ -103,3 +103,29 @@ def test_import_beir(tmp_path):
     assert g.manifest["filters"]["no_positive"] == 2 and g.manifest["filters"]["retired_positive"] == 1
     corpus = load_corpus(tmp_path / "out" / "corpus.jsonl")
     assert corpus.by_id["d1"].kind == "document" and corpus.by_id["d1"].project is None
+
+
+def test_out_folder_holding_the_inputs_is_refused_and_nothing_is_lost(tiny, tmp_path):
+    corpus, serves = tiny  # both live in tmp_path
+    before = {p.name: p.read_bytes() for p in (corpus, serves)}
+    r = run_cli(["cortex_exp.golden", "build", "--corpus", str(corpus), "--serves", str(serves),
+                 "--out", str(tmp_path)], tmp_path)
+    assert r.returncode == 2 and "not a golden-set folder" in r.stderr
+    assert {p.name: p.read_bytes() for p in (corpus, serves)} == before
+
+
+def test_import_beir_into_its_own_folder_is_refused(tmp_path):
+    beir = tmp_path / "beir"
+    write_jsonl(beir / "corpus.jsonl", [{"_id": "d1", "title": "A", "text": "alpha"}])
+    write_jsonl(beir / "queries.jsonl", [{"_id": "q1", "text": "alpha?"}])
+    (beir / "qrels.tsv").write_text("q1\td1\t1\n")
+    r = run_cli(["cortex_exp.golden", "import-beir", str(beir), "--out", str(beir)], tmp_path)
+    assert r.returncode == 2 and (beir / "qrels.tsv").exists()
+
+
+def test_rebuild_keeps_other_files_in_the_folder(tiny, tmp_path):
+    out = tmp_path / "g"
+    build_from_files(*tiny, out)
+    (out / "NOTES.md").write_text("ours")
+    rebuild(out)
+    assert (out / "NOTES.md").read_text() == "ours"

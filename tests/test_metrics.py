@@ -28,6 +28,12 @@ def test_noise_divides_by_k_even_when_fewer_ranked():
     assert v["noise_at_5"] == 1 / 5 and v["mrr"] == 0.0 and v["recall_at_5"] == 0.0
 
 
+def test_mrr_looks_only_at_top_cut_at_the_largest_k():
+    # first positive at rank 4, ks [1, 3]: not in `top`, so mrr 0; nDCG@10 still sees 10 slots
+    v = score_query(["a", "b", "c", "p"], positives={"p"}, noise=set(), ks=[1, 3])
+    assert v["mrr"] == 0.0 and v["ndcg_at_10"] == pytest.approx(1 / math.log2(5))
+
+
 def test_cut_removes_always_served_before_scoring():
     assert cut(["rule", "a", "rule2", "b"], {"rule", "rule2"}, [1]) == ["a", "b"]  # depth >= 10
     assert len(cut([str(i) for i in range(50)], set(), [5, 24])) == 24
@@ -51,7 +57,8 @@ def _random_case(seed, n_queries=40, n_docs=60):
         ranked = rng.sample(docs, rng.randint(0, 30))
         tops[qid] = ranked
         # strictly decreasing scores so that every tool sees the same order
-        run[qid] = {d: float(len(ranked) - i) for i, d in enumerate(ranked)}
+        # the contract's `top` is cut at the largest K (24 here): the reference tools see that list
+        run[qid] = {d: float(len(ranked) - i) for i, d in enumerate(ranked[:24])}
     return qrels, run, tops
 
 

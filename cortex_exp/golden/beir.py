@@ -13,7 +13,7 @@ from ..corpus import Corpus, Document, write_corpus
 from ..errors import InputError
 from ..jsonl import Problems, check_field, iter_jsonl
 from .builder import FILTERS, make_manifest
-from .store import GoldenSet, Judgment, Query, write_golden
+from .store import GoldenSet, Judgment, Query, check_out_dir, write_golden
 from .sources import describe_inputs
 
 
@@ -63,13 +63,17 @@ def read_qrels(path: Path) -> list[tuple[str, str, int]]:
 def import_beir(beir_dir: Path, out_dir: Path, now: datetime | None = None) -> GoldenSet:
     beir_dir, out_dir = Path(beir_dir), Path(out_dir)
     qrels_path = find_qrels(beir_dir)
+    inputs = (beir_dir / "corpus.jsonl", beir_dir / "queries.jsonl", qrels_path)
+    check_out_dir(out_dir, inputs, extra_outputs=("corpus.jsonl",))
     docs = read_beir_corpus(beir_dir / "corpus.jsonl")
     corpus = Corpus(docs, beir_dir / "corpus.jsonl")
     problems = Problems(beir_dir / "queries.jsonl")
-    texts = {}
+    texts, projects = {}, {}
     for line, obj in iter_jsonl(beir_dir / "queries.jsonl", problems):
         if check_field(obj, "_id", (str,), problems, line) & check_field(obj, "text", (str,), problems, line):
             texts[obj["_id"]] = obj["text"]
+            meta = obj.get("metadata")
+            projects[obj["_id"]] = meta.get("project") if isinstance(meta, dict) else None
     problems.raise_if_any("the BEIR queries")
 
     filters = dict.fromkeys(FILTERS, 0)
@@ -88,7 +92,7 @@ def import_beir(beir_dir: Path, out_dir: Path, now: datetime | None = None) -> G
         if "positive" not in labels[qid].values():
             filters["no_positive"] += 1
             continue
-        queries.append(Query(qid, None, texts[qid], ()))
+        queries.append(Query(qid, projects.get(qid), texts[qid], ()))
         judgments += [Judgment(qid, d, lab) for d, lab in sorted(labels[qid].items())]
     if not queries:
         raise InputError(f"{beir_dir}: no query with a positive judgment; filter counts: {filters}")
@@ -99,6 +103,6 @@ def import_beir(beir_dir: Path, out_dir: Path, now: datetime | None = None) -> G
                                                 queries=beir_dir / "queries.jsonl", qrels=qrels_path)}
     manifest = make_manifest(corpus, counts, filters, source, now)
     golden = GoldenSet(queries, judgments, manifest, dict(corpus.hashes))
-    write_golden(golden, out_dir)
+    write_golden(golden, out_dir, inputs, extra_outputs=("corpus.jsonl",))
     write_corpus(out_dir / "corpus.jsonl", docs)
     return golden

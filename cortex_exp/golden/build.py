@@ -15,11 +15,14 @@ from .store import GoldenSet, load_golden, write_golden
 def build_from_files(corpus_path: Path, serves_path: Path, out_dir: Path,
                      now: datetime | None = None) -> GoldenSet:
     """Validate both inputs fully before anything is written."""
+    from .store import check_out_dir
+
+    check_out_dir(out_dir, (corpus_path, serves_path))
     corpus = load_corpus(corpus_path)
     serves = load_serves(serves_path)
     source = {"kind": "serves", **describe_inputs(corpus=corpus_path, serves=serves_path)}
     golden = build_golden(corpus, serves, source=source, now=now)
-    write_golden(golden, out_dir)
+    write_golden(golden, out_dir, inputs=(corpus_path, serves_path))
     return golden
 
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,29 +81,44 @@ def golden_digest(queries: list[Query], judgments: list[Judgment]) -> str:
     return h.hexdigest()[:16]
 
 
-def write_golden(golden: GoldenSet, out_dir: Path) -> Path:
-    """Write the folder atomically: everything goes to a temp folder first, then replaces `out_dir`."""
+GOLDEN_ID = "golden_id"
+GOLDEN_FILES = (QUERIES, JUDGMENTS, CORPUS_HASHES, GOLDEN_ID, MANIFEST)  # the manifest is written last
+
+
+def check_out_dir(out_dir: Path, inputs=(), extra_outputs=()) -> None:
+    """Refuse to write where it would destroy something: a folder that holds other things, or an input."""
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
-        write_jsonl(tmp / QUERIES, (q.as_json() for q in golden.queries))
-        write_jsonl(tmp / JUDGMENTS, (j.as_json() for j in golden.judgments))
-        manifest = dict(golden.manifest, golden_id=golden.golden_id)
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        (tmp / CORPUS_HASHES).write_text(json.dumps(dict(sorted(golden.corpus_hashes.items())), indent=0) + "\n",
-                                         encoding="utf-8")
-        (tmp / "golden_id").write_text(golden.golden_id + "\n", encoding="utf-8")
-        if out_dir.exists():
-            old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
-            out_dir.rename(old)
-            tmp.rename(out_dir)
-            shutil.rmtree(old)
-        else:
-            tmp.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"--out {out_dir}: exists and is not a folder")
+    if out_dir.is_dir() and not (out_dir / MANIFEST).exists() and any(out_dir.iterdir()):
+        raise InputError(f"--out {out_dir}: exists, is not empty and is not a golden-set folder; "
+                         "refusing to write into it (choose a new or empty folder)")
+    outputs = {(out_dir / name).resolve() for name in (*GOLDEN_FILES, *extra_outputs)}
+    for path in inputs:
+        if Path(path).resolve() in outputs:
+            raise InputError(f"--out {out_dir}: would overwrite the input {path}; choose another folder")
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_golden(golden: GoldenSet, out_dir: Path, inputs=(), extra_outputs=()) -> Path:
+    """Write the golden-set files into `out_dir`, each atomically, the manifest last.
+
+    Other files in the folder are left alone; a folder that is not a golden set (and not
+    empty), or an output that is one of the `inputs`, is refused before anything is written."""
+    out_dir = Path(out_dir)
+    check_out_dir(out_dir, inputs, extra_outputs)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest = dict(golden.manifest, golden_id=golden.golden_id)
+    write_jsonl(out_dir / QUERIES, (q.as_json() for q in golden.queries))
+    write_jsonl(out_dir / JUDGMENTS, (j.as_json() for j in golden.judgments))
+    _write_text(out_dir / CORPUS_HASHES, json.dumps(dict(sorted(golden.corpus_hashes.items())), indent=0) + "\n")
+    _write_text(out_dir / GOLDEN_ID, golden.golden_id + "\n")
+    _write_text(out_dir / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     golden.manifest = manifest
     golden.path = out_dir
     return out_dir
