@@ -40,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ci", choices=CI_KINDS, default="t", help="interval kind (default t)")
     p.add_argument("--bootstrap-kind", choices=("percentile", "bca"), default="percentile")
     p.add_argument("--seed", type=int, default=0, help="seed of every resampling (default 0)")
-    p.add_argument("--holm", action="store_true", help="Holm-adjust p-values across the metrics")
+    p.add_argument("--holm", action="store_true", help="Holm-adjust p-values across the metrics; intervals become simultaneous "
+                   "(Bonferroni level 1 - 0.05/m) and the verdict still follows the interval")
     p.add_argument("--shared-queries", action="store_true", help="compare on the queries both golden sets share")
     p.add_argument("--effect", type=float, default=0.05, help="effect size for queries_needed (default 0.05)")
     p.add_argument("--tracking-uri", help="default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db")
@@ -176,12 +177,12 @@ def cluster_labels(rows_a, qids) -> tuple[list[str] | None, str | None]:
     return [p if p is not None else f"(no project) {q}" for p, q in zip(projects, qids)], note
 
 
-def interval_for(d: np.ndarray, ci: str, groups, seed: int, kind: str) -> stats.Interval:
+def interval_for(d: np.ndarray, ci: str, groups, seed: int, kind: str, level: float = 0.95) -> stats.Interval:
     if ci == "t":
-        return stats.t_interval(d)
+        return stats.t_interval(d, level)
     rng = np.random.default_rng(seed)  # a fresh generator per metric: same draws whatever --metric says
     boot = stats.cluster_bootstrap_means(d, groups, rng) if ci == "cluster" else stats.bootstrap_means(d, rng)
-    return stats.bca_interval(d, boot) if kind == "bca" else stats.percentile_interval(d, boot)
+    return stats.bca_interval(d, boot, level) if kind == "bca" else stats.percentile_interval(d, boot, level)
 
 
 def compare_runs(a, b, opts) -> tuple[dict, dict[str, np.ndarray]]:
@@ -200,11 +201,15 @@ def compare_runs(a, b, opts) -> tuple[dict, dict[str, np.ndarray]]:
         warnings += [note] if note else []
         ci = "cluster" if groups is not None else "bootstrap"
     metrics, diffs = {}, {}
-    for name in choose_metrics(rows_a, rows_b, qids, opts.metric):
+    names = choose_metrics(rows_a, rows_b, qids, opts.metric)
+    # --holm: every interval at the Bonferroni level 1 - 0.05/m (simultaneous), so that the
+    # verdict still follows the interval alone; p_value is reported Holm-adjusted.
+    level = 1 - 0.05 / len(names) if opts.holm else 0.95
+    for name in names:
         va, vb = [float(rows_a[q][name]) for q in qids], [float(rows_b[q][name]) for q in qids]
         d = stats.paired_differences(va, vb)
         res = stats.analyse(va, vb, higher_is_better=higher_is_better(name),
-                            interval=interval_for(d, ci, groups, opts.seed, opts.bootstrap_kind),
+                            interval=interval_for(d, ci, groups, opts.seed, opts.bootstrap_kind, level),
                             effect=opts.effect)
         metrics[name], diffs[name] = res, d
     decides = ok and not warnings_block(warnings) and a.tag("golden_id") == b.tag("golden_id")
@@ -226,7 +231,7 @@ def _as_json(a, b, qids, metrics, warnings, decides, ci, opts) -> dict:
                      "p_value": iv.p_value if p_adj is None else p_adj,
                      "wins": m.wins, "ties": m.ties, "losses": m.losses,
                      "queries_needed": m.queries_needed, "higher_is_better": m.higher_is_better,
-                     "verdict": m.verdict(p_adj)}
+                     "verdict": m.verdict()}
     return {"run_a": a.run_id, "run_b": b.run_id, "n_queries": len(qids), "decides": bool(decides),
             "warnings": warnings, "ci": ci, "seed": None if ci == "t" else opts.seed, "metrics": out}
 

@@ -49,8 +49,9 @@ def _header(result: dict, labels: dict[str, str]) -> list[str]:
         f"paired queries: {result['n_queries']}   interval: {result['ci']}   seed: {seed}",
     ]
     if labels.get("holm"):
-        lines.append(f"p: Holm-adjusted across {len(result['metrics'])} metrics; a verdict needs the "
-                     "interval to exclude 0 and the adjusted p < 0.05")
+        m = len(result["metrics"])
+        lines.append(f"--holm: p Holm-adjusted across {m} metrics; intervals simultaneous at the "
+                     f"Bonferroni level {1 - 0.05 / m:.4f}; the verdict follows the interval")
     return lines
 
 

@@ -261,3 +261,13 @@ def test_python_dash_m_entry_point(store):
                           env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["decides"] is True
+
+
+def test_holm_verdicts_always_follow_the_reported_interval(store, capsys):
+    """--holm widens every interval to the Bonferroni level, so a verdict never contradicts it."""
+    uri, runs = store
+    code, res, _ = run_json(capsys, uri, runs["v1"], runs["v2"], "--holm")
+    assert code == 0
+    for m in res["metrics"].values():
+        excludes_zero = m["ci_low"] > 0 or m["ci_high"] < 0
+        assert (m["verdict"] != "indistinguishable") == excludes_zero
