@@ -9,10 +9,10 @@ document. A one-word title (say "Deploy") is too generic to have a single known 
 All probe queries go to the component in ONE `search` call, run in a daemon thread with a
 deadline (a hung component cannot be killed, but it no longer holds up the run).
 
-Rule: a component passes when at least `MIN_FOUND_SHARE` (80%, rounded up) of the probe
-documents come back in the top k of their own query — 5 of 5 or 4 of 5 with the default n=5,
-so one near-duplicate title may push its document out, but a component that raises, times out,
-returns nothing or returns the wrong documents fails. A healthy BM25 over titles finds them all.
+Rule (CONTRACT §5): a component passes when every probe document comes back in the top k of
+its own query. Probe documents are chosen with specific, unique titles, so a healthy BM25 or
+dense side finds them all; one that raises, times out, returns nothing or returns the wrong
+documents fails.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from .errors import InputError
 from .retrievers.base import Index
 
 TEXT_WORDS = 8
-MIN_FOUND_SHARE = 0.8
+MIN_FOUND_SHARE = 1.0  # CONTRACT §5: each probe document must come back in the top 10
 _WORD = re.compile(r"\w+")
 
 
