@@ -196,7 +196,19 @@ def silence_gate(settings: RunSettings, rankings: dict[str, list[Ranking]], degr
     return shares, [check.message]
 
 
+@dataclass
+class Measured:
+    """What one run measured, before it is logged."""
+
+    per_query: list[dict]
+    means: dict[str, float]
+    shares: dict
+    refusals: list[str]
+    health: dict
+
+
 def run(settings: RunSettings) -> Outcome:
+    """Refuse early (unreachable MLflow, bad input, stale set, component down), then measure and log."""
     uri = tracking.resolve_uri(settings.tracking_uri)
     tracking.check_reachable(uri)
     prepare_data(settings.data, log)
@@ -205,57 +217,71 @@ def run(settings: RunSettings) -> Outcome:
     corpus, golden = load_corpus(settings.data.corpus), load_golden(settings.data.golden)
     degraded: list[str] = []
     warnings: list[str] = []
-
-    stale = gates.check_stale(golden, settings.gates)
-    if stale.overridden:
-        degraded.append("golden set stale")
-        warnings.append(stale.message)
-    drift = gates.corpus_drift(golden, corpus, settings.gates)
-    if drift.moved:
-        warnings.append(drift.message)
-    for w in warnings:
-        log(w)
-
-    indexes = build_indexes(settings, corpus)
-    health = probe(settings, corpus, indexes, degraded)
-    features, stores = load_features(settings, corpus, degraded)
-    texts = [q.text for q in golden.queries]
-    rankings = rank_components(settings, corpus, indexes, texts)
-    shares, refusals = silence_gate(settings, rankings, degraded)
-    base = pipeline.combine(settings.retriever, rankings, settings.retriever.depth)
-    ranked = rerank(row_spec(settings.row), base, golden.queries, features, settings.features,
-                    settings.retriever.depth)
-    per_query = score_all(settings, corpus, golden, ranked)
-    names = metrics.metric_names(settings.ks)
-    means = metrics.mean_scores(per_query, names)
-
+    stale, drift = check_golden(settings, corpus, golden, degraded, warnings)
+    measured = measure(settings, corpus, golden, degraded)
     tags = run_tags(settings, corpus, golden)
     tags.update(degraded=str(bool(degraded)).lower(), stale_override=str(stale.overridden).lower(),
                 corpus_moved=str(drift.moved).lower())
     if degraded:
         tags["degraded_reasons"] = "; ".join(degraded)
         log(gates.degraded_banner(degraded))
+    notes = ([gates.degraded_banner(degraded)] if degraded else []) + warnings
+    run_id = log_run(settings, uri, corpus, golden, tags, measured, notes)
+    print(summary_table(settings, measured.means, len(measured.per_query), degraded))
+    return Outcome(run_id, measured.means, measured.per_query, tags, measured.health, warnings)
+
+
+def check_golden(settings: RunSettings, corpus: Corpus, golden: GoldenSet, degraded: list[str],
+                 warnings: list[str]):
+    """The stale gate (refuses, or is overridden and degrades) and the corpus-drift warning."""
+    stale = gates.check_stale(golden, settings.gates)
+    if stale.overridden:
+        degraded.append("golden set stale")
+        warnings.append(stale.message)
+    drift = gates.corpus_drift(golden, corpus, settings.gates)
+    if drift.message:
+        warnings.append(drift.message)
+    for w in warnings:
+        log(w)
+    return stale, drift
+
+
+def measure(settings: RunSettings, corpus: Corpus, golden: GoldenSet, degraded: list[str]) -> Measured:
+    """Probe, rank every component (cached), fuse, apply the row, score every query."""
     from .probe import health_record
 
-    health_json = health_record(health["components"], stores or {})
+    indexes = build_indexes(settings, corpus)
+    health = probe(settings, corpus, indexes, degraded)
+    features, stores = load_features(settings, corpus, degraded)
+    rankings = rank_components(settings, corpus, indexes, [q.text for q in golden.queries])
+    shares, refusals = silence_gate(settings, rankings, degraded)
+    base = pipeline.combine(settings.retriever, rankings, settings.retriever.depth)
+    ranked = rerank(row_spec(settings.row), base, golden.queries, features, settings.features,
+                    settings.retriever.depth)
+    per_query = score_all(settings, corpus, golden, ranked)
+    means = metrics.mean_scores(per_query, metrics.metric_names(settings.ks))
+    return Measured(per_query, means, shares, refusals, health_record(health["components"], stores or {}))
+
+
+def log_run(settings: RunSettings, uri: str, corpus: Corpus, golden: GoldenSet, tags: dict,
+            m: Measured, notes: list[str]) -> str:
+    """One MLflow run per CONTRACT §6; a silent component ends it FAILED with tag refused=silent."""
     name = f"{settings.row}/{settings.retriever.name}"
     with tracking.open_run(uri, settings.experiment, name, tags, settings.parent_run_id) as mlrun:
         mlrun.log_params(settings.params)
-        mlrun.log_metrics({**means, "n_queries": len(per_query),
-                           **gates.silence_metrics(shares)})
-        mlrun.log_jsonl("per_query.jsonl", per_query)
+        mlrun.log_metrics({**m.means, "n_queries": len(m.per_query), **gates.silence_metrics(m.shares)})
+        mlrun.log_jsonl("per_query.jsonl", m.per_query)
         mlrun.log_json("corpus_fingerprint.json", corpus.fingerprint_record())
         mlrun.log_json("golden_manifest.json", golden.manifest)
         mlrun.log_text("config.yaml", settings.config_yaml)
-        mlrun.log_json("health.json", health_json)
-        if degraded or warnings:
-            mlrun.log_text("warnings.txt", "\n".join(([gates.degraded_banner(degraded)] if degraded else []) + warnings) + "\n")
+        mlrun.log_json("health.json", m.health)
+        if notes:
+            mlrun.log_text("warnings.txt", "\n".join(notes) + "\n")
         mlrun.log_golden_dataset(Path(settings.data.golden).name, golden.golden_id, settings.data.golden)
-        if refusals:
+        if m.refusals:
             mlrun.set_tags({"refused": "silent"})
-            raise GateRefused("\n".join(refusals))
-    print(summary_table(settings, means, len(per_query), degraded))
-    return Outcome(mlrun.run_id, means, per_query, tags, health_json, warnings)
+            raise GateRefused("\n".join(m.refusals))
+    return mlrun.run_id
 
 
 def summary_table(settings: RunSettings, means: dict, n: int, degraded: list[str]) -> str:
