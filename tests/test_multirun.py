@@ -76,5 +76,8 @@ def test_fusion_weight_sweep_five_nested_runs_and_the_best_marked(demo_dir, tmp_
     children = MlflowClient(uri).search_runs([MlflowClient(uri).get_run(parent).info.experiment_id],
                                              f"tags.mlflow.parentRunId = '{parent}'")
     assert sorted(float(c.data.params["retriever.fusion.weight"]) for c in children) == [0, 0.25, 0.5, 0.75, 1]
+    parent_run = MlflowClient(uri).get_run(parent)
+    assert {a.path for a in MlflowClient(uri).list_artifacts(parent)} >= {"summary.txt", "sweep.png"}
+    assert parent_run.data.metrics["best_value"] in (0, 0.25, 0.5, 0.75, 1)
     # the side rankings are computed once for the whole sweep, then reused
     assert r.stderr.count("ranked 4") == 2 and r.stderr.count("reused") >= 8

@@ -157,6 +157,11 @@ def open_run(uri: str, experiment: str, name: str, tags: dict,
     _terminate(client, log.run_id, log.status)
 
 
+def attach(uri: str, run_id: str) -> RunLog:
+    """Log to an existing run (a multirun's parent) without changing its status."""
+    return RunLog(_client(uri), run_id)
+
+
 def start_parent(uri: str, experiment: str, name: str, tags: dict, params: dict | None = None) -> str:
     client = _client(uri)
     run = client.create_run(ensure_experiment(uri, experiment), run_name=name,
