@@ -40,11 +40,12 @@ class Outcome:
     warnings: list[str] = field(default_factory=list)
 
 
-def build_indexes(settings: RunSettings, corpus: Corpus) -> dict[str, Index]:
+def build_indexes(settings: RunSettings, corpus: Corpus, specs: dict) -> dict[str, Index]:
+    """Each component indexed once per process (memo), wrapped in its fault drill if any."""
     from .faults import wrap
 
     out = {}
-    for name, spec in pipeline.components(settings.retriever, settings.cache_dir).items():
+    for name, spec in specs.items():
         key = (repr(spec), corpus.fingerprint)
         if key not in _INDEXES:
             t0 = time.perf_counter()
@@ -68,10 +69,9 @@ class DownIndex(Index):
         raise ComponentError(self.component, f"could not be indexed: {self.reason}")
 
 
-def rank_components(settings: RunSettings, corpus: Corpus, indexes: dict[str, Index],
+def rank_components(settings: RunSettings, corpus: Corpus, specs: dict, indexes: dict[str, Index],
                     texts: list[str]) -> dict[str, list[Ranking]]:
     depth = settings.retriever.depth
-    specs = pipeline.components(settings.retriever, settings.cache_dir)
     out = {}
     for name, index in indexes.items():
         def compute(index=index):
@@ -250,10 +250,11 @@ def measure(settings: RunSettings, corpus: Corpus, golden: GoldenSet, degraded: 
     """Probe, rank every component (cached), fuse, apply the row, score every query."""
     from .probe import health_record
 
-    indexes = build_indexes(settings, corpus)
+    specs = pipeline.components(settings.retriever, settings.cache_dir)
+    indexes = build_indexes(settings, corpus, specs)
     health = probe(settings, corpus, indexes, degraded)
     features, stores = load_features(settings, corpus, degraded)
-    rankings = rank_components(settings, corpus, indexes, [q.text for q in golden.queries])
+    rankings = rank_components(settings, corpus, specs, indexes, [q.text for q in golden.queries])
     shares, refusals = silence_gate(settings, rankings, degraded)
     base = pipeline.combine(settings.retriever, rankings, settings.retriever.depth)
     ranked = rerank(row_spec(settings.row), base, golden.queries, features, settings.features,

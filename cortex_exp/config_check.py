@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .errors import InputError
 from .metrics import metric_names
-from .settings import FAULT_MODES, RETRIEVERS
+from .settings import FAULT_MODES
 
 
 def _num(value) -> bool:
@@ -49,8 +49,6 @@ RULES = {
 def check_run_config(c: dict) -> None:
     problems = [f"{key}: {_get(c, key)!r} is not {what}" for key, (ok, what) in RULES.items()
                 if not ok(_get(c, key))]
-    if _get(c, "retriever.name") not in RETRIEVERS:
-        problems.append(f"retriever.name: {_get(c, 'retriever.name')!r} is not one of {', '.join(RETRIEVERS)}")
     ks = _get(c, "metrics.ks")
     if not isinstance(ks, list) or not ks or not all(_int(k) and k >= 1 for k in ks):
         problems.append(f"metrics.ks: {ks!r} is not a non-empty list of positive integers, e.g. [5,10,24]")

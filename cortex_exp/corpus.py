@@ -122,8 +122,6 @@ def load_corpus(path: Path) -> Corpus:
         docs.append(Document(obj["id"], obj["title"], obj["text"], obj["project"], obj["kind"],
                              obj.get("always_served", False)))
     problems.raise_if_any("the corpus")
-    if not docs:
-        raise InputError(f"{path}: the corpus is empty; nothing to search")
     return Corpus(docs, path)
 
 

@@ -21,7 +21,7 @@ def prepare_data(data: DataSettings, log: Callable[[str], None]) -> None:
 
         import_beir(Path(data.beir), golden)
         log(f"imported the BEIR collection {data.beir} into {golden}/")
-    if not (golden / "manifest.json").exists() and data.serves and Path(data.serves).exists() and data.generate:
+    if data.generate and data.serves and not (golden / "manifest.json").exists():
         from .golden.build import build_from_files
 
         build_from_files(corpus, Path(data.serves), golden)

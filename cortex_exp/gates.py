@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .corpus import Corpus, CorpusDiff, diff_hashes
 from .errors import GateRefused, InputError
-from .golden.build import rebuild_command
+from .golden.store import rebuild_command
 from .golden.store import MANIFEST, GoldenSet
 
 

@@ -86,12 +86,14 @@ def settings_from_cfg(cfg: DictConfig, parent_run_id: str | None = None) -> RunS
                        config_yaml=OmegaConf.to_yaml(OmegaConf.create(c)), params=params)
 
 
+SIDES = {"bm25_v1": {"lexical"}, "bm25_v2": {"lexical"}, "dense": {"dense"},
+         "hybrid": {"lexical", "dense", "fusion"}}
+
+
 def _relevant(key: str, name: str) -> bool:
     """Log only the parameters of the sides this retriever uses."""
     side = key.split(".")[1]
-    uses = {"bm25_v1": {"lexical"}, "bm25_v2": {"lexical"}, "dense": {"dense"},
-            "hybrid": {"lexical", "dense", "fusion"}}[name] if name in ("bm25_v1", "bm25_v2", "dense", "hybrid") else set()
-    return side in uses or side in ("name", "depth")
+    return side in SIDES.get(name, set()) or side in ("name", "depth")
 
 
 def parent_run_id() -> str | None:

@@ -48,7 +48,3 @@ def cached_rankings(key: str, cache_dir: Path | None, compute: Callable[[], list
             json.dump([[list(r.doc_ids), list(r.scores)] for r in rankings], fh)
         os.replace(tmp, path)
     return rankings, "computed"
-
-
-def clear_memory() -> None:
-    _MEMORY.clear()

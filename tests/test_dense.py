@@ -185,7 +185,7 @@ def test_default_location_is_under_the_working_directory(tmp_path, monkeypatch):
 # --- torch stays out until something must be encoded ---------------------------------------
 
 def test_importing_dense_does_not_import_torch():
-    code = ("import sys, cortex_exp.retrievers.dense, cortex_exp.retrievers.hybrid\n"
+    code = ("import sys, cortex_exp.retrievers.dense, cortex_exp.retrievers.fusion, cortex_exp.pipeline\n"
             "from cortex_exp.retrievers.encoders import LocalEncoder\n"
             "assert LocalEncoder().dim == 384\n"
             "bad = [m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules]\n"

@@ -1,4 +1,4 @@
-"""Fusion by hand-checkable arithmetic, the hybrid value, and a cross-check against ranx (slow:
+"""Fusion by hand-checkable arithmetic, the runner's hybrid path, and a cross-check against ranx (slow:
 ranx compiles numba on its first call)."""
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ from cortex_exp.errors import InputError
 from cortex_exp.retrievers.base import Ranking
 from cortex_exp.retrievers.bm25_v2 import Bm25V2
 from cortex_exp.retrievers.dense import Dense
-from cortex_exp.retrievers.fusion import fuse_rrf, fuse_weighted, min_max
-from cortex_exp.retrievers.hybrid import Hybrid, fuse
-from fake_encoder import DownEncoder, FakeEncoder
+from cortex_exp.retrievers.fusion import fuse, fuse_rrf, fuse_weighted, min_max
+from fake_encoder import FakeEncoder
 
 LEX = Ranking(("d1", "d2", "d3"), (9.0, 5.0, 1.0))   # min-max: d1 1, d2 0.5, d3 0
 DENSE = Ranking(("d3", "d4", "d1"), (0.8, 0.6, 0.4))  # min-max: d3 1, d4 0.5, d1 0
@@ -83,7 +82,7 @@ def test_fuse_dispatches_and_checks():
         fuse("rrf", [LEX, LEX], [DENSE], 0.5, 60, 10)
 
 
-# --- the hybrid value ------------------------------------------------------------------
+# --- the runner's hybrid path: both sides, then `fuse` -----------------------------------
 
 CORPUS = Corpus([
     Document("d-invoice", "Invoice rounding for JPY", "round invoice totals", None, "d"),
@@ -93,43 +92,19 @@ CORPUS = Corpus([
 ])
 
 
-def hybrid(tmp_path, encoder=None, **params) -> Hybrid:
-    dense = Dense.using(encoder or FakeEncoder(), cache_dir=str(tmp_path), show_progress=False)
-    return Hybrid(lexical=Bm25V2(), dense=dense, **params)
-
-
-def test_hybrid_value_and_validation(tmp_path):
-    h = hybrid(tmp_path, method="weighted", weight=0.25)
-    assert h == hybrid(tmp_path, method="weighted", weight=0.25) and hash(h)
-    assert "weight=0.25" in repr(h)
-    assert set(h.sides) == {"lexical", "dense"}
-    with pytest.raises(InputError, match="method"):
-        hybrid(tmp_path, method="max")
-    with pytest.raises(InputError, match="weight"):
-        hybrid(tmp_path, weight=-0.1)
-
-
 @pytest.mark.parametrize("method", ["rrf", "weighted"])
-def test_hybrid_contract(tmp_path, method):
-    spec = hybrid(tmp_path, method=method, depth=3)
-    index = spec.index(CORPUS)
+def test_fused_rankings_keep_the_component_contract(tmp_path, method):
+    dense = Dense.using(FakeEncoder(), cache_dir=str(tmp_path), show_progress=False).index(CORPUS)
+    lexical = Bm25V2().index(CORPUS)
     queries = ["invoice jpy", "retry", "cache auth", "zebra"]
-    first = index.search(queries, 2)
+    first = fuse(method, lexical.search(queries, 3), dense.search(queries, 3), 0.5, 60, 2)
     assert len(first) == len(queries)
     for r in first:
-        assert 0 < len(r) <= 2 and list(r.scores) == sorted(r.scores, reverse=True)
+        assert 0 < len(r) <= 2
+        keys = [(-s, d) for d, s in zip(r.doc_ids, r.scores)]
+        assert [k[0] for k in keys] == sorted(k[0] for k in keys)
     assert first[0].doc_ids[0] == "d-invoice" and first[1].doc_ids[0] == "d-retry"
-    assert index.search(queries, 2) == first
-    # what a runner does with cached side rankings gives the same thing
-    lex, dense = spec.lexical.index(CORPUS).search(queries, 3), spec.dense.index(CORPUS).search(queries, 3)
-    assert spec.fuse(lex, dense, 2) == first
-
-
-def test_hybrid_with_a_broken_side_raises(tmp_path):
-    from cortex_exp.errors import ComponentError
-
-    with pytest.raises(ComponentError):
-        hybrid(tmp_path, encoder=DownEncoder()).index(CORPUS)
+    assert fuse(method, lexical.search(queries, 3), dense.search(queries, 3), 0.5, 60, 2) == first
 
 
 # --- cross-check against ranx ---------------------------------------------------------

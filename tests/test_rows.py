@@ -172,3 +172,10 @@ def test_always_served_documents_do_not_take_a_seed_slot():
 def test_rerank_checks_one_ranking_per_query():
     with pytest.raises(ValueError, match="2 base rankings for 1 queries"):
         rerank(ROWS["graph"], [ranking(), ranking()], [object()], None, FeatureParams(), k=3)
+
+
+def test_the_run_path_loads_nothing_that_reads_verdicts_until_a_learned_row_needs_it():
+    code = ("import sys, cortex_exp.benchmark, cortex_exp.pipeline, cortex_exp.metrics, cortex_exp.gates; "
+            "print(sorted(m for m in sys.modules if m.startswith(('cortex_exp.servelog', 'cortex_exp.features'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

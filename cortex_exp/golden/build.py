@@ -9,7 +9,7 @@ from ..corpus import load_corpus
 from ..servelog import load_serves
 from .builder import build_golden
 from .sources import describe_inputs, source_path
-from .store import GoldenSet, load_golden, write_golden
+from .store import GoldenSet, load_golden, rebuild_command, write_golden  # noqa: F401 (re-export)
 
 
 def build_from_files(corpus_path: Path, serves_path: Path, out_dir: Path,
@@ -36,7 +36,3 @@ def rebuild(golden_dir: Path, now: datetime | None = None) -> GoldenSet:
         return import_beir(source_path(manifest, "beir_dir", golden_dir), golden_dir, now=now)
     return build_from_files(source_path(manifest, "corpus", golden_dir),
                             source_path(manifest, "serves", golden_dir), golden_dir, now=now)
-
-
-def rebuild_command(golden_dir: Path) -> str:
-    return f"python -m cortex_exp.golden rebuild {golden_dir}"

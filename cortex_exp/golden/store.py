@@ -124,6 +124,11 @@ def write_golden(golden: GoldenSet, out_dir: Path, inputs=(), extra_outputs=()) 
     return out_dir
 
 
+def rebuild_command(golden_dir: Path) -> str:
+    """What rebuilds a set in place from the inputs its manifest names (part of every reindex)."""
+    return f"python -m cortex_exp.golden rebuild {golden_dir}"
+
+
 def load_golden(folder: Path) -> GoldenSet:
     """Load a golden-set folder; raise `InputError` naming the file and line of any problem."""
     folder = Path(folder)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import tempfile
 import urllib.error
 import urllib.request
 import warnings
@@ -185,16 +184,3 @@ def child_runs(uri: str, parent_run_id: str) -> list[dict]:
     return [{"run_id": r.info.run_id, "status": r.info.status, "name": r.info.run_name,
              "tags": dict(r.data.tags), "params": dict(r.data.params), "metrics": dict(r.data.metrics)}
             for r in runs]
-
-
-def get_run_summary(uri: str, run_id: str) -> dict:
-    r = _client(uri).get_run(run_id)
-    return {"run_id": run_id, "status": r.info.status, "tags": dict(r.data.tags),
-            "params": dict(r.data.params), "metrics": dict(r.data.metrics)}
-
-
-def download_artifact(uri: str, run_id: str, path: str) -> Path:
-    from mlflow.artifacts import download_artifacts
-
-    dst = tempfile.mkdtemp(prefix="cortex_exp_artifact_")
-    return Path(download_artifacts(run_id=run_id, artifact_path=path, dst_path=dst, tracking_uri=uri))
