@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
+import zipfile
 from collections import defaultdict
 from datetime import datetime, timedelta, timezone
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,13 @@ from cortex_exp import demo
 NOW = datetime(2026, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 CHANNELS = {"always", "search", "graph", "boost"}
 VERDICTS = {"helped", "noise", "wrong", None}
+# sha256 of the files `generate(out, seed=7, now=NOW)` wrote with the single-module generator
+# (cortex_exp/demo.py at 4a98654, before it became a package with world.json), measured once from that
+# code: the refactor had to keep these bytes, and any later change to them should be deliberate.
+SEED_7_SHA256 = {
+    "corpus.jsonl": "5aa694e828e8b4567bbe4d197226b740b314174c172208d406c42b27273e78a0",
+    "serves.jsonl": "712ff55b058fd53ba00e1b5b88939cbde50a31fb454695bddd0c554902068c67",
+}
 
 
 def _read(path: Path) -> list[dict]:
@@ -57,6 +68,29 @@ def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path):
         assert x.read_bytes() == y.read_bytes()
     for x, z in zip(a, c):
         assert x.read_bytes() != z.read_bytes()
+
+
+def test_world_json_is_package_data_and_seed_7_bytes_are_pinned(tmp_path):
+    """Generate from a zip of the package: only importlib.resources can read world.json there (no source tree)."""
+    package = resources.files("cortex_exp.demo")
+    assert package.joinpath("world.json").is_file()
+    archive = tmp_path / "cortex_exp.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("cortex_exp/__init__.py", resources.files("cortex_exp").joinpath("__init__.py").read_bytes())
+        for entry in package.iterdir():
+            if entry.is_file() and entry.name.endswith((".py", ".json")):
+                z.writestr(f"cortex_exp/demo/{entry.name}", entry.read_bytes())
+    code = ("import sys; from datetime import datetime; from pathlib import Path; from cortex_exp import demo; "
+            "assert demo.__file__.startswith(sys.argv[1]), demo.__file__; "
+            f"demo.generate(Path(sys.argv[2]), seed=7, now=datetime.fromisoformat({NOW.isoformat()!r}))")
+    out = tmp_path / "out"
+    # -S: no site-packages, so the editable install cannot supply cortex_exp; the zip is the only copy
+    proc = subprocess.run([sys.executable, "-S", "-c", code, str(archive), str(out)],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(archive)})
+    assert proc.returncode == 0, proc.stderr
+    digests = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.iterdir())}
+    assert digests == SEED_7_SHA256
 
 
 def test_naive_now_is_utc(tmp_path):
