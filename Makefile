@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-stamp
 WHEELS := $(wildcard /opt/wheels)
 FIND_LINKS := $(if $(WHEELS),--find-links $(WHEELS),)
 
-.PHONY: run test test-fast test-slow bench clean
+.PHONY: run test test-fast test-slow lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,17 +19,23 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(PY) -m cortex_exp -m row=core,graph,graph_boosts,graph_boosts_honest,graph_boosts_honest_full
 
-test: $(STAMP)
+# the import rules (pyproject.toml [tool.importlinter]), lint and format: part of every test run
+lint: $(STAMP)
+	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/ruff check --no-cache cortex_exp tests bench examples
+	$(VENV)/bin/ruff format --no-cache --check cortex_exp tests bench examples
+
+test: lint
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
-test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not slow" tests
+test-fast: lint
+	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" tests
 
 test-slow: $(STAMP)
-	$(PY) -m pytest -q -m slow tests
+	$(PY) -m pytest -q -p no:cacheprovider -m slow tests
 
 bench: $(STAMP)
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) mlflow.db mlruns/[0-9a-zA-Z]* golden/demo data/demo outputs multirun .cache
+	rm -rf $(VENV) mlflow.db mlruns/[0-9a-zA-Z]* golden/demo data/demo data/scifact outputs multirun .cache

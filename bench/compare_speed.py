@@ -44,8 +44,13 @@ def make_store(folder: Path, n_queries: int) -> tuple[str, str, str]:
     for seed, name, shift in ((1, "core/bm25_v1", 0.0), (2, "core/bm25_v2", 0.05)):
         rng = np.random.default_rng(seed)
         rows = [_row(rng, i, shift) for i in range(n_queries)]
-        tags = {"row": "core", "retriever": name.split("/")[1], "golden_id": "g", "degraded": "false",
-                "corpus_fingerprint": "fp"}
+        tags = {
+            "row": "core",
+            "retriever": name.split("/")[1],
+            "golden_id": "g",
+            "degraded": "false",
+            "corpus_fingerprint": "fp",
+        }
         with mlflow.start_run(experiment_id=exp, run_name=name, tags=tags) as run:
             mlflow.log_text("".join(json.dumps(r) + "\n" for r in rows), "per_query.jsonl")
             mlflow.log_dict({"fingerprint": "fp", "size": len(docs), "documents": docs}, "corpus_fingerprint.json")
@@ -55,8 +60,11 @@ def make_store(folder: Path, n_queries: int) -> tuple[str, str, str]:
 
 
 def _row(rng, i: int, shift: float) -> dict:
-    row = {"qid": f"q{i:04d}", "project": f"p{i % 35}",
-           "top": [f"doc{j:05d}" for j in rng.choice(2000, 24, replace=False)]}
+    row = {
+        "qid": f"q{i:04d}",
+        "project": f"p{i % 35}",
+        "top": [f"doc{j:05d}" for j in rng.choice(2000, 24, replace=False)],
+    }
     for k in (5, 10, 24):
         row[f"recall_at_{k}"] = float(np.clip(rng.random() * k / 24 + shift, 0, 1))
         row[f"noise_at_{k}"] = float(rng.integers(0, k + 1) / k)
@@ -66,7 +74,7 @@ def _row(rng, i: int, shift: float) -> dict:
 
 def time_in_process(args: list[str], repeat: int) -> tuple[list[float], list[float], list[float]]:
     """Wall times (also reported as time to answer: stdout is captured), and CPU times."""
-    from cortex_exp.compare import main
+    from cortex_exp.compare.cli import main
 
     times, cpu = [], []
     for _ in range(repeat + 1):  # the first call pays the imports: dropped
@@ -88,8 +96,14 @@ def time_subprocess(args: list[str], repeat: int) -> tuple[list[float], list[flo
     for _ in range(repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "cortex_exp.compare", *args], cwd=ROOT, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cortex_exp.compare", *args],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         proc.stdout.readline()
         answer.append(time.perf_counter() - start)
         _, err = proc.communicate()
@@ -119,10 +133,17 @@ def main() -> int:
         results = []
         for label, (how, args) in cases.items():
             times, answer, cpu = (time_in_process if how == "in" else time_subprocess)(args, opts.repeat)
-            results.append({"case": label, "median_s": statistics.median(times), "max_s": max(times),
-                            "median_answer_s": statistics.median(answer),
-                            "median_cpu_s": statistics.median(cpu), "runs": len(times),
-                            "under_target": statistics.median(times) < TARGET_S})
+            results.append(
+                {
+                    "case": label,
+                    "median_s": statistics.median(times),
+                    "max_s": max(times),
+                    "median_answer_s": statistics.median(answer),
+                    "median_cpu_s": statistics.median(cpu),
+                    "runs": len(times),
+                    "under_target": statistics.median(times) < TARGET_S,
+                }
+            )
     report(results, opts.queries, os.getloadavg())
     return 0 if all(r["under_target"] for r in results) else 1
 
@@ -133,14 +154,28 @@ def report(results: list[dict], n_queries: int, load: tuple[float, float, float]
     print(f"machine: {cores} cores, load average {load[0]:.2f} at the end")
     print(f"{'case':<36} {'median s':>9} {'max s':>7} {'answer s':>9} {'cpu s':>7}  ok")
     for r in results:
-        print(f"{r['case']:<36} {r['median_s']:>9.3f} {r['max_s']:>7.3f} {r['median_answer_s']:>9.3f} "
-              f"{r['median_cpu_s']:>7.3f}  {'yes' if r['under_target'] else 'NO'}")
+        print(
+            f"{r['case']:<36} {r['median_s']:>9.3f} {r['max_s']:>7.3f} {r['median_answer_s']:>9.3f} "
+            f"{r['median_cpu_s']:>7.3f}  {'yes' if r['under_target'] else 'NO'}"
+        )
     print("answer s: until the first line of the table or JSON on stdout (logging the run comes after)")
     out = ROOT / "bench" / "results" / "compare_speed.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"queries": n_queries, "target_s": TARGET_S, "python": platform.python_version(),
-                               "machine": platform.machine(), "cpu_count": cores, "load_average": load,
-                               "results": results}, indent=2) + "\n")
+    out.write_text(
+        json.dumps(
+            {
+                "queries": n_queries,
+                "target_s": TARGET_S,
+                "python": platform.python_version(),
+                "machine": platform.machine(),
+                "cpu_count": cores,
+                "load_average": load,
+                "results": results,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"written: {out.relative_to(ROOT)}")
 
 

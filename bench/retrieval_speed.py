@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cortex_exp.corpus import Corpus, load_corpus  # noqa: E402
+from cortex_exp.data.corpus import Corpus, load_corpus  # noqa: E402
 from cortex_exp.golden.beir import import_beir  # noqa: E402
 from cortex_exp.retrievers.bm25_v1 import Bm25V1  # noqa: E402
 from cortex_exp.retrievers.bm25_v2 import Bm25V2  # noqa: E402
@@ -68,8 +68,10 @@ def bench_lexical(corpus: Corpus, queries: list[str]) -> dict:
     v2_before = repeat_search(v2[0], queries, 1.0)
     v1_search = timed(v1[0].search, queries, DEPTH)[1]
     v2_search = statistics.median([v2_before, repeat_search(v2[0], queries, 1.0)])
-    out = {"bm25_v1": {"index_s": v1[1], "search_s": v1_search, "qps": len(queries) / v1_search},
-           "bm25_v2": {"index_s": v2[1], "search_s": v2_search, "qps": len(queries) / v2_search}}
+    out = {
+        "bm25_v1": {"index_s": v1[1], "search_s": v1_search, "qps": len(queries) / v1_search},
+        "bm25_v2": {"index_s": v2[1], "search_s": v2_search, "qps": len(queries) / v2_search},
+    }
     out["ratio"] = out["bm25_v2"]["qps"] / out["bm25_v1"]["qps"]
     return out
 
@@ -82,13 +84,16 @@ def dense_run(spec: Dense, corpus: Corpus, queries: list[str]):
 def bench_cold_warm(corpus: Corpus, queries: list[str], cache: Path) -> dict:
     """A real cold run (model load, every text encoded) against a warm one (fresh process state,
     nothing loaded, the cache full)."""
-    (cold_index, rankings), t_cold = timed(dense_run, Dense(cache_dir=str(cache), show_progress=False),
-                                           corpus, queries)
-    (warm_index, _), t_warm = timed(dense_run, Dense(cache_dir=str(cache), show_progress=False),
-                                    corpus, queries)
-    return {"cold_s": t_cold, "warm_s": t_warm, "warm_share": t_warm / t_cold,
-            "cold_encoded": cold_index.embedder.encoded, "warm_encoded": warm_index.embedder.encoded,
-            "_rankings": rankings}
+    (cold_index, rankings), t_cold = timed(dense_run, Dense(cache_dir=str(cache), show_progress=False), corpus, queries)
+    (warm_index, _), t_warm = timed(dense_run, Dense(cache_dir=str(cache), show_progress=False), corpus, queries)
+    return {
+        "cold_s": t_cold,
+        "warm_s": t_warm,
+        "warm_share": t_warm / t_cold,
+        "cold_encoded": cold_index.embedder.encoded,
+        "warm_encoded": warm_index.embedder.encoded,
+        "_rankings": rankings,
+    }
 
 
 def bench_overhead(corpus: Corpus, cache: Path, n_docs: int, slices: int = 4) -> dict:
@@ -103,12 +108,20 @@ def bench_overhead(corpus: Corpus, cache: Path, n_docs: int, slices: int = 4) ->
     for i in range(slices):
         part = docs[i::slices]
         texts = [d.content for d in part]
-        own += timed(lambda: model.encode(texts, batch_size=encoder.batch_size,
-                                          normalize_embeddings=True, convert_to_numpy=True))[1]
+        own += timed(
+            lambda texts=texts: model.encode(
+                texts, batch_size=encoder.batch_size, normalize_embeddings=True, convert_to_numpy=True
+            )
+        )[1]
         spec = Dense.using(encoder, cache_dir=str(cache / f"overhead-{i}"), show_progress=False)
         ours += timed(spec.index, Corpus(part))[1]
-    return {"model_load_s": t_load, "texts": len(docs), "model_encode_s": own, "ours_s": ours,
-            "overhead": ours / own - 1.0}
+    return {
+        "model_load_s": t_load,
+        "texts": len(docs),
+        "model_encode_s": own,
+        "ours_s": ours,
+        "overhead": ours / own - 1.0,
+    }
 
 
 def bench_sweep(corpus: Corpus, queries: list[str], dense_rankings) -> dict:
@@ -134,8 +147,11 @@ def table(r: dict) -> str:
         ("model's own encode", f"{ov['model_encode_s']:.1f} s", f"{ov['texts']} documents"),
         ("our cold indexing, same documents", f"{ov['ours_s']:.1f} s", "model loaded in both"),
         ("dense overhead", f"{100 * ov['overhead']:+.1f}%", "target <= 10% " + _ok(ov["overhead"] <= 0.10)),
-        ("hybrid: one fusion / five fusions", f"{sw['fuse_one_s']:.3f} / {sw['fuse_five_s']:.3f} s",
-         "side rankings cached"),
+        (
+            "hybrid: one fusion / five fusions",
+            f"{sw['fuse_one_s']:.3f} / {sw['fuse_five_s']:.3f} s",
+            "side rankings cached",
+        ),
     ]
     width = max(len(n) for n, _, _ in rows)
     return "\n".join(f"{n:<{width}}  {v:>14}  {note}" for n, v, note in rows)
@@ -149,15 +165,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scifact", type=Path, default=ROOT.parent / "shared/data/scifact")
     parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--overhead-docs", type=int, default=1024,
-                        help="documents encoded twice (ours, the model's) for the overhead ratio")
+    parser.add_argument(
+        "--overhead-docs",
+        type=int,
+        default=1024,
+        help="documents encoded twice (ours, the model's) for the overhead ratio",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results/retrieval_speed.json")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         corpus, queries = load_scifact(args.scifact, Path(tmp) / "scifact", args.limit)
-        result = {"documents": len(corpus), "queries": len(queries), "depth": DEPTH,
-                  "machine": {"python": platform.python_version(), "cpus": _cpus()},
-                  "load_average_start": os.getloadavg()}
+        result = {
+            "documents": len(corpus),
+            "queries": len(queries),
+            "depth": DEPTH,
+            "machine": {"python": platform.python_version(), "cpus": _cpus()},
+            "load_average_start": os.getloadavg(),
+        }
         result["lexical"] = bench_lexical(corpus, queries)
         result["dense"] = bench_cold_warm(corpus, queries, Path(tmp) / "cache")
         result["overhead"] = bench_overhead(corpus, Path(tmp), args.overhead_docs)

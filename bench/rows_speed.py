@@ -16,21 +16,22 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-from cortex_exp.corpus import load_corpus
+from cortex_exp.data.corpus import load_corpus
+from cortex_exp.data.servelog import load_serves
 from cortex_exp.demo import generate
 from cortex_exp.features import learn_features
-from cortex_exp.golden.builder import build_golden
+from cortex_exp.golden.filters import build_golden
 from cortex_exp.metrics import cut, mean_scores, score_query
 from cortex_exp.retrievers.bm25_v2 import Bm25V2
-from cortex_exp.rows import ROWS, FeatureParams, rerank
-from cortex_exp.servelog import load_serves
+from cortex_exp.rows import ROWS, rerank
+from cortex_exp.settings import FeatureParams
 
 DEPTH = 100
 KS = (5, 10, 24)
-NOW = datetime(2025, 6, 1, tzinfo=timezone.utc)
+NOW = datetime(2025, 6, 1, tzinfo=UTC)
 PAIRS = {"graph_boosts_honest": "graph_boosts", "graph_boosts_honest_full": "graph_boosts"}
 OUT = Path(__file__).parent / "results" / "rows_speed.json"
 
@@ -47,8 +48,10 @@ def demo_setup(seed: int = 7):
 
 def quality(rankings, golden, corpus) -> dict[str, float]:
     pos, noise = golden.positives(), golden.noise()
-    per_query = [score_query(cut(r.doc_ids, corpus.always_served, KS), pos[q.qid], noise[q.qid], KS)
-                 for r, q in zip(rankings, golden.queries)]
+    per_query = [
+        score_query(cut(r.doc_ids, corpus.always_served, KS), pos[q.qid], noise[q.qid], KS)
+        for r, q in zip(rankings, golden.queries)
+    ]
     return mean_scores(per_query, ["recall_at_24", "ndcg_at_10"])
 
 
@@ -87,14 +90,23 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     features = learn_features(serves, corpus, params)
     learn_s = time.perf_counter() - t0
-    jobs = {name: (lambda row=row: rerank(row, base, golden.queries, features, params, DEPTH))
-            for name, row in ROWS.items()}
+    jobs = {
+        name: (lambda row=row: rerank(row, base, golden.queries, features, params, DEPTH)) for name, row in ROWS.items()
+    }
     secs = best_times(jobs, args.repeat)
-    results = {name: {"seconds": secs[name], "ms_per_query": 1000 * secs[name] / len(base),
-                      **quality(jobs[name](), golden, corpus)} for name in ROWS}
-    ratios = {h: results[h]["seconds"] / results[l]["seconds"] for h, l in PAIRS.items()}
-    print(f"{len(golden.queries)} queries, {len(corpus)} documents, {len(serves)} serves; "
-          f"features learned in {learn_s * 1000:.1f} ms: {features.health()}")
+    results = {
+        name: {
+            "seconds": secs[name],
+            "ms_per_query": 1000 * secs[name] / len(base),
+            **quality(jobs[name](), golden, corpus),
+        }
+        for name in ROWS
+    }
+    ratios = {h: results[h]["seconds"] / results[line]["seconds"] for h, line in PAIRS.items()}
+    print(
+        f"{len(golden.queries)} queries, {len(corpus)} documents, {len(serves)} serves; "
+        f"features learned in {learn_s * 1000:.1f} ms: {features.health()}"
+    )
     print(f"{'row':<26}{'ms/query':>10}{'recall_at_24':>14}{'ndcg_at_10':>12}")
     for name, r in results.items():
         print(f"{name:<26}{r['ms_per_query']:>10.3f}{r['recall_at_24']:>14.4f}{r['ndcg_at_10']:>12.4f}")
@@ -102,11 +114,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{h} / {PAIRS[h]}: {ratio:.2f}x (target <= 1.3)")
     if not args.no_write:
         OUT.parent.mkdir(parents=True, exist_ok=True)
-        OUT.write_text(json.dumps({"params": asdict(params), "n_queries": len(golden.queries),
-                                   "repeat": args.repeat,
-                                   "timer": "CPU time (time.process_time), best of repeat, rows interleaved",
-                                   "rows": results, "ratios": ratios,
-                                   "target_ratio": 1.3}, indent=2) + "\n")
+        OUT.write_text(
+            json.dumps(
+                {
+                    "params": asdict(params),
+                    "n_queries": len(golden.queries),
+                    "repeat": args.repeat,
+                    "timer": "CPU time (time.process_time), best of repeat, rows interleaved",
+                    "rows": results,
+                    "ratios": ratios,
+                    "target_ratio": 1.3,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     return 0 if all(r <= 1.3 for r in ratios.values()) else 1
 
 

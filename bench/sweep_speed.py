@@ -26,9 +26,20 @@ RESULTS = ROOT / "bench" / "results"
 def timed(args: list[str], env_dir: Path) -> float:
     shutil.rmtree(ROOT / ".cache" / "rankings", ignore_errors=True)
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "cortex_exp", *args, f"mlflow.tracking_uri=sqlite:///{env_dir}/m.db",
-                        f"hydra.sweep.dir={env_dir}/multirun", f"hydra.run.dir={env_dir}/outputs"],
-                       cwd=ROOT, capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cortex_exp",
+            *args,
+            f"mlflow.tracking_uri=sqlite:///{env_dir}/m.db",
+            f"hydra.sweep.dir={env_dir}/multirun",
+            f"hydra.run.dir={env_dir}/outputs",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     elapsed = time.perf_counter() - t0
     if r.returncode != 0:
         sys.exit(f"command failed ({r.returncode}): {' '.join(args)}\n{r.stderr[-2000:]}")
@@ -53,8 +64,9 @@ def main() -> int:
     print(f"{'5-weight sweep (5 nested runs)':<36}{five:>22.2f}")
     print(f"{'sweep / single':<36}{ratio:>21.2f}x  target <= 2x {'PASS' if ratio <= 2 else 'FAIL'}")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "sweep_speed.json").write_text(json.dumps(
-        {"data": args.data, "single_s": singles, "sweep_s": sweeps, "ratio": ratio, "target": 2.0}, indent=2))
+    (RESULTS / "sweep_speed.json").write_text(
+        json.dumps({"data": args.data, "single_s": singles, "sweep_s": sweeps, "ratio": ratio, "target": 2.0}, indent=2)
+    )
     return 0 if ratio <= 2 else 1
 
 

@@ -1,6 +1,13 @@
-"""Exceptions that carry the process exit code of CONTRACT §5."""
+"""Exceptions that carry the process exit code (docs/interface.md §5), and the one place that
+turns any exception into an exit code and a message on stderr (`run_cli`)."""
 
 from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable
+
+from cortex_exp.settings import SettingError
 
 
 class CortexError(Exception):
@@ -43,3 +50,27 @@ class ComponentError(RuntimeError):
     def __init__(self, component: str, message: str):
         self.component = component
         super().__init__(f"{component}: {message}")
+
+
+def report(exc: BaseException) -> int:
+    """Print `exc` to stderr the way users should see it; return the exit code."""
+    if isinstance(exc, SettingError):  # a setting built outside the Hydra edge: bad usage
+        exc = InputError(f"{len(exc.problems)} problem(s) in the configuration", exc.problems)
+    if isinstance(exc, CortexError):
+        print(str(exc), file=sys.stderr)
+        return exc.exit_code
+    traceback.print_exc(file=sys.stderr)
+    print(f"error: unexpected failure (a bug): {type(exc).__name__}: {exc}", file=sys.stderr)
+    return 1
+
+
+def run_cli(fn: Callable[[], object]) -> int:
+    """Run a command's body; every exception becomes its exit code (Ctrl-C: 130)."""
+    try:
+        fn()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the edge of the program: everything becomes an exit code
+        return report(exc)
+    return 0

@@ -1,24 +1,33 @@
-"""Per-query metrics of CONTRACT §4, and their means.
+"""Per-query metrics of docs/interface.md §4, and their means.
 
 A query's ranking has every `always_served` document of the corpus removed first; `top` is
 that list cut at the largest K (and at least 10, for nDCG@10).
 
-Metric names are the MLflow names (`recall_at_5`); `MEASURE_IDS` maps them one-to-one to the
-canonical ir_measures ids (`R@5`) used by the cross-check tests.
+Metric names are the MLflow names (`recall_at_5`); `measure_id` maps them one-to-one to the
+canonical ir_measures ids (`R@5`) used by the cross-check tests. `FAMILIES` is the one order in
+which metrics are listed everywhere (run tables, compare, multirun summaries).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 LOWER_IS_BETTER_PREFIXES = ("noise_at_",)
+FAMILIES = ("recall", "noise", "mrr", "ndcg")  # the order metrics are listed in
+
+
+def sort_key(name: str) -> tuple:
+    """Family (in FAMILIES order, unknown names last), then K, then the name."""
+    family, _, k = name.partition("_at_")
+    rank = FAMILIES.index(family) if family in FAMILIES else len(FAMILIES)
+    return (rank, int(k) if k.isdigit() else 0, name)
 
 
 def metric_names(ks: Sequence[int]) -> list[str]:
+    """Every metric a run computes for these Ks, in the listing order."""
     ks = sorted(set(ks))
-    return ([f"recall_at_{k}" for k in ks] + [f"noise_at_{k}" for k in ks] + ["mrr", "ndcg_at_10"])
+    return sorted([f"recall_at_{k}" for k in ks] + [f"noise_at_{k}" for k in ks] + ["mrr", "ndcg_at_10"], key=sort_key)
 
 
 def higher_is_better(name: str) -> bool:
@@ -47,13 +56,6 @@ def cut(ranked: Iterable[str], always_served: frozenset[str] | set[str], ks: Seq
     return out
 
 
-@dataclass(frozen=True)
-class QueryScore:
-    qid: str
-    values: dict[str, float]
-    top: list[str]
-
-
 def score_query(top: Sequence[str], positives: set[str], noise: set[str], ks: Sequence[int]) -> dict[str, float]:
     """Metrics of one query from its `top` list (always-served documents already removed)."""
     if not positives:
@@ -64,7 +66,7 @@ def score_query(top: Sequence[str], positives: set[str], noise: set[str], ks: Se
         values[f"recall_at_{k}"] = sum(d in positives for d in head) / len(positives)
     for k in sorted(set(ks)):
         values[f"noise_at_{k}"] = sum(d in noise for d in top[:k]) / k
-    values["mrr"] = next((1.0 / (i + 1) for i, d in enumerate(top[:max(ks)]) if d in positives), 0.0)
+    values["mrr"] = next((1.0 / (i + 1) for i, d in enumerate(top[: max(ks)]) if d in positives), 0.0)
     dcg = sum(1.0 / math.log2(i + 2) for i, d in enumerate(top[:10]) if d in positives)
     idcg = sum(1.0 / math.log2(i + 2) for i in range(min(len(positives), 10)))
     values["ndcg_at_10"] = dcg / idcg
@@ -75,3 +77,22 @@ def mean_scores(per_query: Sequence[dict[str, float]], names: Sequence[str]) -> 
     if not per_query:
         raise ValueError("no query to average over")
     return {n: math.fsum(q[n] for q in per_query) / len(per_query) for n in names}
+
+
+def score_run(
+    queries: Sequence[tuple[str, str | None]],
+    rankings: Sequence[Sequence[str]],
+    always_served: frozenset[str],
+    positives: dict[str, set[str]],
+    noise: dict[str, set[str]],
+    ks: Sequence[int],
+) -> list[dict]:
+    """One row per query: `qid`, `project`, every metric by name, and `top` (max(ks) deep).
+    `queries` are (qid, project) pairs aligned with `rankings` (document ids, best first)."""
+    rows = []
+    for (qid, project), ranked in zip(queries, rankings, strict=True):
+        top = cut(ranked, always_served, ks)
+        rows.append(
+            {"qid": qid, "project": project, **score_query(top, positives[qid], noise[qid], ks), "top": top[: max(ks)]}
+        )
+    return rows

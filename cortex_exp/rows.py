@@ -12,8 +12,8 @@ Leave-one-out removes, per query, the contributions of **every** serve merged in
 (`Query.serve_ids`, repeats included).
 
 `core` is blind to the labels by construction: this module imports nothing that reads verdicts
-(`cortex_exp.servelog`, `cortex_exp.features`); the features package is imported lazily, and
-only when a non-core row reranks. `rerank` returns `core`'s base rankings untouched.
+(`cortex_exp.data.servelog`, `cortex_exp.features`); the features package is imported lazily,
+and only when a non-core row reranks. `rerank` returns `core`'s base rankings untouched.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .retrievers.base import Ranking
+from cortex_exp.retrievers.base import Ranking
+from cortex_exp.settings import FeatureParams
 
-if TYPE_CHECKING:  # type names only: nothing verdict-related is imported at run time
-    from .features import LearnedFeatures
-    from .golden import Query
+if TYPE_CHECKING:
+    from cortex_exp.golden import Query
 
 HONEST = ("none", "boosts", "full")
 
@@ -51,50 +51,28 @@ class RowSpec:
         return {"row": self.name, "decides": str(self.decides).lower(), "leave_one_out": self.loo_note}
 
 
-@dataclass(frozen=True)
-class FeatureParams:
-    """How the learned features are built and applied (Hydra keys `features.<name>`).
-
-    hop: weight of a hop score relative to the seed's normalized score (0..1).
-    seeds: how many of the top base results seed the graph hop.
-    fanout: at most this many neighbours per seed, heaviest edges first.
-    co: weight of a co-serve edge (served with a document that helped) vs 1 per co-help.
-    boost: strength of the helpfulness prior added to the normalized score.
-    a, b: Beta prior of the helpfulness estimate (helped + a) / (helped + bad + a + b).
-
-    The defaults maximize recall_at_24 of the leak-free row (`graph_boosts_honest_full`) on
-    the demo data (seeds 7-10, BM25 v2), over a small grid.
-    """
-
-    hop: float = 0.7
-    seeds: int = 5
-    fanout: int = 10
-    co: float = 0.25
-    boost: float = 0.25
-    a: float = 1.0
-    b: float = 1.0
-
-    def __post_init__(self):
-        bad = [f"features.{n}={getattr(self, n)!r} must be >= 0" for n in ("hop", "co", "boost")
-               if getattr(self, n) < 0]
-        bad += [f"features.{n}={getattr(self, n)!r} must be > 0" for n in ("a", "b") if getattr(self, n) <= 0]
-        bad += [f"features.{n}={getattr(self, n)!r} must be an int >= 0" for n in ("seeds", "fanout")
-                if not isinstance(getattr(self, n), int) or getattr(self, n) < 0]
-        if bad:
-            raise ValueError("; ".join(bad))
-
-
-_PARTIAL = ("partial leave-one-out: boosts leave out every serve merged into the query; "
-            "graph edges come from the full serve log")
-ROWS: dict[str, RowSpec] = {r.name: r for r in (
-    RowSpec("core", graph=False, boosts=False, decides=True, loo_note="no learned features"),
-    RowSpec("graph", graph=True, boosts=False, loo_note="none: graph edges from the full serve log"),
-    RowSpec("graph_boosts", graph=True, boosts=True,
-            loo_note="none: graph edges and boosts from the full serve log"),
-    RowSpec("graph_boosts_honest", graph=True, boosts=True, honest="boosts", loo_note=_PARTIAL),
-    RowSpec("graph_boosts_honest_full", graph=True, boosts=True, honest="full",
-            loo_note="full leave-one-out: boosts and graph edges leave out every serve merged into the query"),
-)}
+_PARTIAL = (
+    "partial leave-one-out: boosts leave out every serve merged into the query; "
+    "graph edges come from the full serve log"
+)
+ROWS: dict[str, RowSpec] = {
+    r.name: r
+    for r in (
+        RowSpec("core", graph=False, boosts=False, decides=True, loo_note="no learned features"),
+        RowSpec("graph", graph=True, boosts=False, loo_note="none: graph edges from the full serve log"),
+        RowSpec(
+            "graph_boosts", graph=True, boosts=True, loo_note="none: graph edges and boosts from the full serve log"
+        ),
+        RowSpec("graph_boosts_honest", graph=True, boosts=True, honest="boosts", loo_note=_PARTIAL),
+        RowSpec(
+            "graph_boosts_honest_full",
+            graph=True,
+            boosts=True,
+            honest="full",
+            loo_note="full leave-one-out: boosts and graph edges leave out every serve merged into the query",
+        ),
+    )
+}
 
 
 def row_spec(name: str) -> RowSpec:
@@ -105,17 +83,20 @@ def row_spec(name: str) -> RowSpec:
         raise ValueError(f"row={name!r} is not a row; expected one of {', '.join(ROWS)}") from None
 
 
-def rerank(row: RowSpec, base: list[Ranking], queries: Sequence[Query],
-           features: LearnedFeatures | None, params: FeatureParams, k: int) -> list[Ranking]:
+def rerank(
+    row: RowSpec, base: list[Ranking], queries: Sequence[Query], features: object | None, params: FeatureParams, k: int
+) -> list[Ranking]:
     """The rankings of `row`: `base` itself for `core`, else base reranked by the features.
 
-    `base[i]` is the retriever's ranking of `queries[i]` (scores in its own scale).
+    `base[i]` is the retriever's ranking of `queries[i]` (scores in its own scale); `features`
+    are the run's `cortex_exp.features.LearnedFeatures` (not imported here: the core path
+    never loads what reads verdicts).
     A non-core row with `features=None` or empty features ranks like core, cut at k.
     """
     if len(base) != len(queries):
         raise ValueError(f"{len(base)} base rankings for {len(queries)} queries; expected one per query")
     if not (row.graph or row.boosts):
         return base
-    from .features.apply import rerank_learned  # lazy: only non-core rows touch verdicts
+    from cortex_exp.features.apply import rerank_learned  # lazy: only non-core rows touch verdicts
 
     return rerank_learned(row, base, queries, features, params, k)

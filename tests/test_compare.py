@@ -10,11 +10,24 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from cortex_exp.compare import main
+from cortex_exp.compare.cli import main
 
 KEYS = {"run_a", "run_b", "n_queries", "decides", "warnings", "ci", "seed", "metrics"}
-METRIC_KEYS = {"mean_a", "mean_b", "diff", "ci_low", "ci_high", "half_width", "p_value", "wins",
-               "ties", "losses", "queries_needed", "higher_is_better", "verdict"}
+METRIC_KEYS = {
+    "mean_a",
+    "mean_b",
+    "diff",
+    "ci_low",
+    "ci_high",
+    "half_width",
+    "p_value",
+    "wins",
+    "ties",
+    "losses",
+    "queries_needed",
+    "higher_is_better",
+    "verdict",
+}
 DOCS = {f"d{i:02d}": f"hash{i}" for i in range(40)}
 NEW = ["n1", "n2", "n3"]
 
@@ -29,26 +42,42 @@ def per_query(seed: int, shift: float = 0.0, n: int = 30, projects=True, top_ext
         top = [f"d{(i + j) % 40:02d}" for j in range(24)]
         if top_extra and q in top_extra:
             top[5] = top_extra[q]
-        rows.append({"qid": q, "project": f"p{i % 5}" if projects else None,
-                     "recall_at_5": r5, "recall_at_24": min(1.0, r5 + 0.2),
-                     "noise_at_5": float(rng.choice([0, 0.2, 0.4])), "mrr": r5 / 2,
-                     "ndcg_at_10": r5 * 0.8, "top": top})
+        rows.append(
+            {
+                "qid": q,
+                "project": f"p{i % 5}" if projects else None,
+                "recall_at_5": r5,
+                "recall_at_24": min(1.0, r5 + 0.2),
+                "noise_at_5": float(rng.choice([0, 0.2, 0.4])),
+                "mrr": r5 / 2,
+                "ndcg_at_10": r5 * 0.8,
+                "top": top,
+            }
+        )
     return rows
 
 
 def log_run(exp_id, name, rows, docs=DOCS, golden="g1", parent=None, params=None, **tags):
     row, retriever = name.split("/")
-    all_tags = {"row": row, "retriever": retriever, "decides": str(row == "core").lower(),
-                "golden_id": golden, "corpus_fingerprint": str(hash(frozenset(docs.items()))),
-                "degraded": "false", **tags}
+    all_tags = {
+        "row": row,
+        "retriever": retriever,
+        "decides": str(row == "core").lower(),
+        "golden_id": golden,
+        "corpus_fingerprint": str(hash(frozenset(docs.items()))),
+        "degraded": "false",
+        **tags,
+    }
     if parent:
         all_tags["mlflow.parentRunId"] = parent
     with mlflow.start_run(experiment_id=exp_id, run_name=name, tags=all_tags) as run:
         if params:
             mlflow.log_params(params)
         mlflow.log_text("".join(json.dumps(r) + "\n" for r in rows), "per_query.jsonl")
-        mlflow.log_dict({"fingerprint": all_tags["corpus_fingerprint"], "size": len(docs),
-                         "documents": docs}, "corpus_fingerprint.json")
+        mlflow.log_dict(
+            {"fingerprint": all_tags["corpus_fingerprint"], "size": len(docs), "documents": docs},
+            "corpus_fingerprint.json",
+        )
     time.sleep(0.01)  # distinct start times for `latest:` selection
     return run.info.run_id
 
@@ -66,8 +95,9 @@ def store(tmp_path_factory):
         "v1": log_run(exp, "core/bm25_v1", per_query(1)),
         "v2": log_run(exp, "core/bm25_v2", per_query(2, shift=0.15)),
         "gb": log_run(exp, "graph_boosts/bm25_v2", per_query(3)),
-        "moved": log_run(exp, "core/hybrid", per_query(2, shift=0.15, top_extra=moved),
-                         docs={**DOCS, **{d: "h" + d for d in NEW}}),
+        "moved": log_run(
+            exp, "core/hybrid", per_query(2, shift=0.15, top_extra=moved), docs={**DOCS, **{d: "h" + d for d in NEW}}
+        ),
         "g2": log_run(exp, "core/dense", per_query(4, qids=[f"q{i:02d}" for i in range(3, 32)]), golden="g2"),
         "deg": log_run(exp, "core/bm25_v2", per_query(5), degraded="true"),
         "noproj_a": log_run(exp, "core/bm25_v1", per_query(6, projects=False)),
@@ -84,8 +114,13 @@ def log_sweep(exp_id) -> str:
     with mlflow.start_run(experiment_id=exp_id, run_name="sweep/hybrid", tags={"sweep": "true"}) as parent:
         mlflow.log_param("sweep.param", "retriever,retriever.fusion.weight")  # as the multirun writes it
     for w, seed in ((0.0, 11), (0.5, 12), (1.0, 13)):
-        log_run(exp_id, "core/hybrid", per_query(seed, shift=0.1 * (w == 0.5)), parent=parent.info.run_id,
-                params={"retriever.fusion.weight": w})
+        log_run(
+            exp_id,
+            "core/hybrid",
+            per_query(seed, shift=0.1 * (w == 0.5)),
+            parent=parent.info.run_id,
+            params={"retriever.fusion.weight": w},
+        )
     return parent.info.run_id
 
 
@@ -204,12 +239,15 @@ def test_json_is_the_only_stdout_and_strict(store, capsys):
     assert code == 0 and set(res) == KEYS and "comparison_run_id: " in err
 
 
-@pytest.mark.parametrize("args, message", [
-    (["nope/none", "core/bm25_v1"], "no FINISHED run named 'nope/none'"),
-    (["core/bm25_v1"], "expected two runs"),
-    (["core/bm25_v1", "core/bm25_v2", "--metric", "recall_at_99"], "--metric recall_at_99"),
-    (["core/bm25_v1", "core/bm25_v2", "--ci", "z"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["nope/none", "core/bm25_v1"], "no FINISHED run named 'nope/none'"),
+        (["core/bm25_v1"], "expected two runs"),
+        (["core/bm25_v1", "core/bm25_v2", "--metric", "recall_at_99"], "--metric recall_at_99"),
+        (["core/bm25_v1", "core/bm25_v2", "--ci", "z"], "invalid choice"),
+    ],
+)
 def test_bad_usage_is_exit_2_with_a_message(store, capsys, args, message):
     uri, _ = store
     assert main([*args, "--tracking-uri", uri, "--no-log"]) == 2
@@ -237,8 +275,8 @@ def test_sweep_reports_best_weight_and_cv(store, capsys):
 
 
 def test_swept_param_reads_the_parent_declaration():
+    from cortex_exp.compare.sweep_cv import swept_param
     from cortex_exp.errors import InputError
-    from cortex_exp.sweep_cv import swept_param
 
     assert swept_param("retriever,retriever.fusion.weight") == "retriever.fusion.weight"
     assert swept_param("none") == swept_param("") == "retriever.fusion.weight"
@@ -256,9 +294,24 @@ def test_python_dash_m_entry_point(store):
 
     uri, runs = store
     root = Path(__file__).resolve().parents[1]
-    proc = subprocess.run([sys.executable, "-m", "cortex_exp.compare", runs["v1"], runs["v2"], "--json",
-                           "--no-log", "--tracking-uri", uri], capture_output=True, text=True, cwd=root,
-                          env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cortex_exp.compare",
+            runs["v1"],
+            runs["v2"],
+            "--json",
+            "--no-log",
+            "--tracking-uri",
+            uri,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["decides"] is True
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fake_encoder import DownEncoder, FakeEncoder, ShortEncoder
 
-from cortex_exp.corpus import Corpus, Document
+from cortex_exp.data.corpus import Corpus, Document
 from cortex_exp.errors import ComponentError
 from cortex_exp.retrievers.dense import Dense
 from cortex_exp.retrievers.embed_cache import CachedEncoder, EmbeddingCache, text_key
-from fake_encoder import DownEncoder, FakeEncoder, ShortEncoder
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,9 +28,9 @@ def make_corpus(texts: dict[str, str]) -> Corpus:
 
 DOCS = {
     "d1": "invoice invoice retry",  # (2, 1, 0, ...) / sqrt(5)
-    "d2": "retry",                   # (0, 1, 0, ...)
-    "d3": "cache auth",              # (0, 0, 1, 1, ...) / sqrt(2)
-    "d4": "",                        # empty document: the zero vector
+    "d2": "retry",  # (0, 1, 0, ...)
+    "d3": "cache auth",  # (0, 0, 1, 1, ...) / sqrt(2)
+    "d4": "",  # empty document: the zero vector
 }
 
 
@@ -45,8 +45,8 @@ def test_ranks_by_cosine(dense):
     [r] = spec.index(make_corpus(DOCS)).search(["invoice retry"], 4)  # query (1, 1) / sqrt(2)
     assert r.doc_ids == ("d1", "d2", "d3", "d4")
     assert r.scores[0] == pytest.approx(3 / math.sqrt(10))  # (2*1 + 1*1) / (sqrt(5) sqrt(2))
-    assert r.scores[1] == pytest.approx(1 / math.sqrt(2))   # (1*1) / (1 * sqrt(2))
-    assert r.scores[2:] == (0.0, 0.0)                        # no shared keyword; d4 is empty
+    assert r.scores[1] == pytest.approx(1 / math.sqrt(2))  # (1*1) / (1 * sqrt(2))
+    assert r.scores[2:] == (0.0, 0.0)  # no shared keyword; d4 is empty
 
 
 def test_returns_top_k_even_when_nothing_is_similar(dense):
@@ -96,6 +96,7 @@ def test_value_semantics(tmp_path):
 
 
 # --- the cache ---------------------------------------------------------------------------
+
 
 def test_second_run_encodes_nothing(tmp_path):
     corpus = make_corpus({f"d{i}": f"invoice {i} " + "retry " * i for i in range(20)})
@@ -167,8 +168,7 @@ for i in range(40):
 
 
 def test_two_processes_writing_at_once_lose_nothing(tmp_path):
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), tag], cwd=ROOT)
-             for tag in ("a", "b")]
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), tag], cwd=ROOT) for tag in ("a", "b")]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
     cache = EmbeddingCache(tmp_path, "m")
     found = cache.get([text_key("m", f"{tag}{i}") for tag in "ab" for i in range(40)])
@@ -184,12 +184,15 @@ def test_default_location_is_under_the_working_directory(tmp_path, monkeypatch):
 
 # --- torch stays out until something must be encoded ---------------------------------------
 
+
 def test_importing_dense_does_not_import_torch():
-    code = ("import sys, cortex_exp.retrievers.dense, cortex_exp.retrievers.fusion, cortex_exp.pipeline\n"
-            "from cortex_exp.retrievers.encoders import LocalEncoder\n"
-            "assert LocalEncoder().dim == 384\n"
-            "bad = [m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules]\n"
-            "assert not bad, bad\n")
+    code = (
+        "import sys, cortex_exp.retrievers.dense, cortex_exp.retrievers.fusion, cortex_exp.run.ranking\n"
+        "from cortex_exp.retrievers.encoders import LocalEncoder\n"
+        "assert LocalEncoder().dim == 384\n"
+        "bad = [m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 
 

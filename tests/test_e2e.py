@@ -7,12 +7,13 @@ import sys
 
 import pytest
 import yaml
+from conftest import compose, files_overrides, run_cli
 from mlflow.tracking import MlflowClient
 
-from conftest import compose, files_overrides, run_cli
-from cortex_exp import benchmark, tracking
+from cortex_exp import tracking
 from cortex_exp.golden import load_golden
 from cortex_exp.metrics import metric_names, score_query
+from cortex_exp.run import benchmark
 
 pytestmark = pytest.mark.slow
 
@@ -47,7 +48,7 @@ def test_cli_run_on_demo_data_lands_in_mlflow_per_contract(tmp_path, retriever):
     assert config["data"]["corpus"] == str(tmp_path / "data/demo/corpus.jsonl")
     # every per-query value recomputes exactly from its top ids and the golden judgments
     positives, noise = golden.positives(), golden.noise()
-    rows = [json.loads(l) for l in artifact(client, run_id, "per_query.jsonl", tmp_path).splitlines()]
+    rows = [json.loads(line) for line in artifact(client, run_id, "per_query.jsonl", tmp_path).splitlines()]
     assert [row["qid"] for row in rows] == [q.qid for q in golden.queries]
     for row in rows:
         expected = score_query(row["top"], positives[row["qid"]], noise[row["qid"]], [5, 10, 24])
@@ -80,12 +81,19 @@ def test_core_lexical_path_imports_no_torch(demo_dir, tmp_path):
     from pathlib import Path
 
     tests = Path(__file__).parent
-    code = ("import sys; from pathlib import Path; from conftest import compose, files_overrides; "
-            "from cortex_exp import benchmark; "
-            f"benchmark.run(compose(files_overrides(Path({str(demo_dir)!r}), 'sqlite:///{tmp_path}/m.db'))); "
-            "print('TORCH', 'torch' in sys.modules, 'sentence_transformers' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": f"{tests}{os.pathsep}{tests.parent}"})
+    code = (
+        "import sys; from pathlib import Path; from conftest import compose, files_overrides; "
+        "from cortex_exp.run import benchmark; "
+        f"benchmark.run(compose(files_overrides(Path({str(demo_dir)!r}), 'sqlite:///{tmp_path}/m.db'))); "
+        "print('TORCH', 'torch' in sys.modules, 'sentence_transformers' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": f"{tests}{os.pathsep}{tests.parent}"},
+    )
     assert "TORCH False False" in out.stdout, out.stderr[-2000:]
 
 

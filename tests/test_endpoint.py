@@ -12,12 +12,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
+from fake_encoder import FakeEncoder
 
-from cortex_exp.corpus import Corpus, Document
+from cortex_exp.data.corpus import Corpus, Document
 from cortex_exp.errors import ComponentError
 from cortex_exp.retrievers.dense import Dense
 from cortex_exp.retrievers.encoders import EndpointEncoder
-from fake_encoder import FakeEncoder
 
 FAKE = FakeEncoder()
 
@@ -33,10 +33,10 @@ ANSWERS = {
     "good": good_answer,
     "wrong_count": lambda body: {"data": good_answer(body)["data"][1:]},
     "no_data": lambda body: {"error": "no such model"},
-    "wrong_dims": lambda body: {"data": [{"index": i, "embedding": [1.0] * (2 + i)}
-                                         for i in range(len(body["input"]))]},
-    "not_numbers": lambda body: {"data": [{"index": i, "embedding": ["x", 1.0]}
-                                          for i in range(len(body["input"]))]},
+    "wrong_dims": lambda body: {
+        "data": [{"index": i, "embedding": [1.0] * (2 + i)} for i in range(len(body["input"]))]
+    },
+    "not_numbers": lambda body: {"data": [{"index": i, "embedding": ["x", 1.0]} for i in range(len(body["input"]))]},
 }
 
 
@@ -116,7 +116,7 @@ def test_good_answers_in_order_and_batched(serve):
 def test_dense_side_through_the_endpoint_uses_the_cache(serve, tmp_path):
     server = serve("good")
     corpus = Corpus([Document("a", "", "invoice jpy", None, "d"), Document("b", "", "retry", None, "d")])
-    spec = Dense(model="fake", endpoint=server.url, timeout=5, cache_dir=str(tmp_path))
+    spec = Dense(model="fake", endpoint=server.url, timeout_s=5, cache_dir=str(tmp_path))
     [r] = spec.index(corpus).search(["jpy"], 2)
     assert r.doc_ids == ("a", "b")
     sent = len(server.requests)
@@ -124,14 +124,17 @@ def test_dense_side_through_the_endpoint_uses_the_cache(serve, tmp_path):
     assert len(server.requests) == sent  # everything came from the cache
 
 
-@pytest.mark.parametrize("mode, message", [
-    ("bad_json", "not JSON"),
-    ("wrong_count", "sent 3 texts, got 2"),
-    ("no_data", "no 'data' list"),
-    ("wrong_dims", "dimensions"),
-    ("not_numbers", "other than numbers"),
-    ("http_500", "HTTP 500"),
-])
+@pytest.mark.parametrize(
+    "mode, message",
+    [
+        ("bad_json", "not JSON"),
+        ("wrong_count", "sent 3 texts, got 2"),
+        ("no_data", "no 'data' list"),
+        ("wrong_dims", "dimensions"),
+        ("not_numbers", "other than numbers"),
+        ("http_500", "HTTP 500"),
+    ],
+)
 def test_malformed_answers_raise(serve, mode, message):
     server = serve(mode)
     with pytest.raises(ComponentError, match=message) as info:

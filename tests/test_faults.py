@@ -1,13 +1,14 @@
-"""Fault drills: each mode of CONTRACT §2 `faults.*` does exactly what it says."""
+"""Fault drills: each mode of docs/interface.md §2 `faults.*` does exactly what it says."""
 
 from __future__ import annotations
 
 import pytest
 
-from cortex_exp import faults
-from cortex_exp.corpus import Corpus, Document
-from cortex_exp.errors import ComponentError, InputError
+from cortex_exp.data.corpus import Corpus, Document
+from cortex_exp.errors import ComponentError
 from cortex_exp.retrievers.base import EMPTY, Index, Ranking
+from cortex_exp.run import faults
+from cortex_exp.settings import FaultSettings, SettingError
 
 
 class Echo(Index):
@@ -26,30 +27,30 @@ class Echo(Index):
 
 def test_none_is_the_index_itself():
     index = Echo()
-    assert faults.wrap(index, "none") is index
+    assert faults.wrap(index, "none", "dense") is index
 
 
 def test_error_raises_component_error_naming_the_component():
     with pytest.raises(ComponentError) as err:
-        faults.wrap(Echo(), "error").search(["q"], 10)
+        faults.wrap(Echo(), "error", "dense").search(["q"], 10)
     assert err.value.component == "dense" and "faults.dense=error" in str(err.value)
 
 
 def test_empty_returns_one_empty_ranking_per_query():
     inner = Echo()
-    assert faults.wrap(inner, "empty").search(["a", "b"], 10) == [EMPTY, EMPTY]
+    assert faults.wrap(inner, "empty", "dense").search(["a", "b"], 10) == [EMPTY, EMPTY]
     assert inner.calls == 0
 
 
 def test_empty_after_probe_answers_only_the_first_call():
-    drill = faults.wrap(Echo(), "empty_after_probe")
+    drill = faults.wrap(Echo(), "empty_after_probe", "dense")
     assert drill.search(["a", "b"], 10) == [Ranking(("a",), (1.0,)), Ranking(("b",), (1.0,))]
     assert drill.search(["a", "b"], 10) == [EMPTY, EMPTY]
     assert drill.search(["c"], 10) == [EMPTY]
 
 
 def test_wrapped_index_keeps_its_component_and_attributes():
-    drill = faults.wrap(Echo(), "empty")
+    drill = faults.wrap(Echo(), "empty", "dense")
     assert drill.component == "dense" and drill.extra == "forwarded"
     assert "mode='empty'" in repr(drill)
 
@@ -58,20 +59,23 @@ def test_wrapping_a_real_lexical_index():
     from cortex_exp.retrievers.bm25_v2 import Bm25V2
 
     corpus = Corpus([Document("a", "alpha beta", "", None, "rule"), Document("b", "gamma delta", "", None, "rule")])
-    drill = faults.wrap(Bm25V2().index(corpus), "empty_after_probe")
+    drill = faults.wrap(Bm25V2().index(corpus), "empty_after_probe", "lexical")
     assert drill.component == "lexical"
     assert drill.search(["alpha"], 10)[0].doc_ids == ("a",)
     assert drill.search(["alpha"], 10) == [EMPTY]
 
 
+def test_the_component_is_named_by_the_run_not_by_the_index():
+    # a user's component may be called anything; the drill and its errors use that name
+    with pytest.raises(ComponentError) as err:
+        faults.wrap(Echo(), "error", "splade").search(["q"], 10)
+    assert err.value.component == "splade" and "faults.splade=error" in str(err.value)
+
+
 @pytest.mark.parametrize("mode", ["eror", "", "EMPTY", None])
 def test_unknown_mode_names_the_config_key(mode):
-    with pytest.raises(InputError) as err:
-        faults.wrap(Echo(), mode)
-    assert str(err.value).startswith("faults.dense: unknown fault mode")
-    assert "none, error, empty, empty_after_probe" in str(err.value) and err.value.exit_code == 2
-
-
-def test_the_key_can_be_given():
-    with pytest.raises(InputError, match=r"^faults\.lexical: "):
-        faults.wrap(Echo(), "broken", key="faults.lexical")
+    with pytest.raises(SettingError) as err:
+        FaultSettings(dense=mode)
+    assert str(err.value).startswith("faults.dense: must be one of none | error | empty | empty_after_probe")
+    with pytest.raises(SettingError, match=r"^faults\.lexical: "):
+        faults.wrap(Echo(), mode, "lexical")

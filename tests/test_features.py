@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
 
-from cortex_exp.corpus import Corpus, Document
+from cortex_exp.data.corpus import Corpus, Document
+from cortex_exp.data.servelog import Serve, ServedItem
 from cortex_exp.features import learn_features
 from cortex_exp.features.boosts import centred_prior
 from cortex_exp.features.hop import hop_scores
-from cortex_exp.rows import FeatureParams
-from cortex_exp.servelog import Serve, ServedItem
+from cortex_exp.settings import FeatureParams, SettingError
 
-TS = datetime(2025, 1, 1, tzinfo=timezone.utc)
+TS = datetime(2025, 1, 1, tzinfo=UTC)
 IDS = ["a", "b", "c", "d", "e", "x"]  # x is always_served; index = position
 A, B, C, D, E, X = range(6)
 
@@ -26,8 +26,9 @@ def corpus(ids=IDS) -> Corpus:
 
 def serve(sid: str, *items, task: str = "t") -> Serve:
     """items: (doc_id, verdict) or (doc_id, verdict, channel)."""
-    return Serve(sid, TS, "p", task, tuple(ServedItem(it[0], it[2] if len(it) > 2 else "search", None, it[1])
-                                          for it in items))
+    return Serve(
+        sid, TS, "p", task, tuple(ServedItem(it[0], it[2] if len(it) > 2 else "search", None, it[1]) for it in items)
+    )
 
 
 HAND_LOG = [
@@ -44,14 +45,14 @@ def test_counts_and_edges_on_the_hand_log():
     f = learn_features(HAND_LOG, corpus(), FeatureParams(co=0.25))
     c = f.counts
     assert c.helped.tolist() == [2, 1, 0, 0, 0, 0]  # a in s1, s2; b in s1
-    assert c.bad.tolist() == [0, 1, 2, 0, 0, 0]     # b noise in s3; c noise in s1, wrong in s2
+    assert c.bad.tolist() == [0, 1, 2, 0, 0, 0]  # b noise in s3; c noise in s1, wrong in s2
     help_ = np.zeros((6, 6), int)
-    help_[A, B] = help_[B, A] = 1                    # a and b helped together in s1
+    help_[A, B] = help_[B, A] = 1  # a and b helped together in s1
     assert (c.co_help.toarray() == help_).all()
     serve_ = np.zeros((6, 6), int)
-    serve_[C, A] = 2                                 # c served without helping, a helped: s1, s2
-    serve_[C, B] = 1                                 # s1
-    serve_[D, A] = 1                                 # s2
+    serve_[C, A] = 2  # c served without helping, a helped: s1, s2
+    serve_[C, B] = 1  # s1
+    serve_[D, A] = 1  # s2
     assert (c.co_serve.toarray() == serve_).all()
     w = f.weights.toarray()
     assert w[A, B] == w[B, A] == 1.0
@@ -78,8 +79,7 @@ def hop(f, seeds: dict[int, float], **kw) -> dict[int, float]:
 def test_hop_scores_by_hand():
     f = learn_features(HAND_LOG, corpus(), FeatureParams(co=0.25))
     # seed c (score 0.8): edges c->a 0.5, c->b 0.25; the heaviest is 0.5
-    assert hop(f, {C: 0.8}, hop=0.5, fanout=10) == pytest.approx({A: 0.8 * 0.5 * 0.5 / 0.5,
-                                                                   B: 0.8 * 0.5 * 0.25 / 0.5})
+    assert hop(f, {C: 0.8}, hop=0.5, fanout=10) == pytest.approx({A: 0.8 * 0.5 * 0.5 / 0.5, B: 0.8 * 0.5 * 0.25 / 0.5})
     assert hop(f, {C: 0.8}, hop=0.5, fanout=1) == pytest.approx({A: 0.8 * 0.5})
     # a, reached from seeds c and b, keeps the max: from b 1.0 * 0.5 * 1/1, from c 0.8 * 0.5 * 0.5/0.5
     assert hop(f, {C: 0.8, B: 1.0}, hop=0.5, fanout=10)[A] == pytest.approx(1.0 * 0.5)
@@ -93,8 +93,9 @@ def random_log(rng: random.Random, n_serves: int, ids: list[str]) -> list[Serve]
     channels = ["search", "search", "graph", "boost", "always"]
     log = []
     for s in range(n_serves):
-        items = [(rng.choice(ids + ["gone"]), rng.choice(verdicts), rng.choice(channels))
-                 for _ in range(rng.randint(0, 7))]
+        items = [
+            (rng.choice(ids + ["gone"]), rng.choice(verdicts), rng.choice(channels)) for _ in range(rng.randint(0, 7))
+        ]
         log.append(serve(f"s{s}", *items))
     return log
 
@@ -151,7 +152,9 @@ def test_a_log_with_only_ignored_items_is_empty():
 
 
 def test_bad_params_name_the_key():
-    with pytest.raises(ValueError, match=r"features\.hop=-1"):
+    with pytest.raises(SettingError, match=r"row\.features\.hop: must be a finite number >= 0, got -1"):
         FeatureParams(hop=-1)
-    with pytest.raises(ValueError, match=r"features\.a=0"):
+    with pytest.raises(SettingError, match=r"row\.features\.a: must be a finite number > 0, got 0"):
         FeatureParams(a=0)
+    with pytest.raises(SettingError, match=r"row\.features\.co: .*got inf"):
+        FeatureParams(co=float("inf"))

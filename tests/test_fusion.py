@@ -6,16 +6,16 @@ from __future__ import annotations
 import random
 
 import pytest
+from fake_encoder import FakeEncoder
 
-from cortex_exp.corpus import Corpus, Document
-from cortex_exp.errors import InputError
+from cortex_exp.data.corpus import Corpus, Document
 from cortex_exp.retrievers.base import Ranking
 from cortex_exp.retrievers.bm25_v2 import Bm25V2
 from cortex_exp.retrievers.dense import Dense
-from cortex_exp.retrievers.fusion import fuse, fuse_rrf, fuse_weighted, min_max
-from fake_encoder import FakeEncoder
+from cortex_exp.retrievers.fusion import Fusion, fuse_rrf, fuse_weighted, min_max
+from cortex_exp.settings import SettingError
 
-LEX = Ranking(("d1", "d2", "d3"), (9.0, 5.0, 1.0))   # min-max: d1 1, d2 0.5, d3 0
+LEX = Ranking(("d1", "d2", "d3"), (9.0, 5.0, 1.0))  # min-max: d1 1, d2 0.5, d3 0
 DENSE = Ranking(("d3", "d4", "d1"), (0.8, 0.6, 0.4))  # min-max: d3 1, d4 0.5, d1 0
 
 
@@ -41,10 +41,10 @@ def test_rrf_k_changes_the_constant():
 def test_weighted_by_hand():
     [r] = fuse_weighted([LEX], [DENSE], weight=0.25, k=10)
     s = scores(r)
-    assert s["d1"] == pytest.approx(0.25 * 0 + 0.75 * 1)      # 0.75
-    assert s["d2"] == pytest.approx(0.25 * 0 + 0.75 * 0.5)    # lexical only: dense gives 0
-    assert s["d3"] == pytest.approx(0.25 * 1 + 0.75 * 0)      # 0.25
-    assert s["d4"] == pytest.approx(0.25 * 0.5 + 0.75 * 0)    # dense only: lexical gives 0
+    assert s["d1"] == pytest.approx(0.25 * 0 + 0.75 * 1)  # 0.75
+    assert s["d2"] == pytest.approx(0.25 * 0 + 0.75 * 0.5)  # lexical only: dense gives 0
+    assert s["d3"] == pytest.approx(0.25 * 1 + 0.75 * 0)  # 0.25
+    assert s["d4"] == pytest.approx(0.25 * 0.5 + 0.75 * 0)  # dense only: lexical gives 0
     assert r.doc_ids == ("d1", "d2", "d3", "d4")
 
 
@@ -71,25 +71,46 @@ def test_a_side_with_nothing_leaves_the_other():
     assert r.doc_ids == ("d1", "d2")
 
 
-def test_fuse_dispatches_and_checks():
-    assert fuse("rrf", [LEX], [DENSE], 0.5, 60, 10) == fuse_rrf([[LEX], [DENSE]], 10)
-    assert fuse("weighted", [LEX], [DENSE], 0.5, 60, 10) == fuse_weighted([LEX], [DENSE], 0.5, 10)
-    with pytest.raises(InputError, match="retriever.fusion.method"):
-        fuse("max", [LEX], [DENSE], 0.5, 60, 10)
-    with pytest.raises(InputError, match="retriever.fusion.weight"):
-        fuse("weighted", [LEX], [DENSE], 1.5, 60, 10)
+def fuse(method, lex, dense, weight, rrf_k, k):
+    """What a hybrid run computes: the Fusion value built from the config, applied to both sides."""
+    params = {"weight": weight} if method == "weighted" else {"rrf_k": rrf_k}
+    return Fusion(method, **params).fuse({"lexical": lex, "dense": dense}, k)
+
+
+def test_fusion_dispatches_and_checks():
+    assert fuse("rrf", [LEX], [DENSE], None, 60, 10) == fuse_rrf([[LEX], [DENSE]], 10)
+    assert fuse("weighted", [LEX], [DENSE], 0.5, None, 10) == fuse_weighted([LEX], [DENSE], 0.5, 10)
+    with pytest.raises(SettingError, match="method"):
+        Fusion("max")
+    with pytest.raises(SettingError, match="weight"):
+        Fusion("weighted", weight=1.5)
     with pytest.raises(ValueError, match="numbers of queries"):
-        fuse("rrf", [LEX, LEX], [DENSE], 0.5, 60, 10)
+        fuse("rrf", [LEX, LEX], [DENSE], None, 60, 10)
+
+
+def test_fusion_holds_only_the_parameters_of_its_method():
+    # each method's own parameter gets its default; the other method's stays None (unused)
+    assert (Fusion().weight, Fusion().rrf_k) == (0.5, None)
+    assert (Fusion("rrf").weight, Fusion("rrf").rrf_k) == (None, 60.0)
+    # a parameter of the other method is refused, not silently ignored
+    with pytest.raises(SettingError, match="rrf_k: applies to method=rrf only"):
+        Fusion("weighted", rrf_k=10)
+    with pytest.raises(SettingError, match="weight: applies to method=weighted only"):
+        Fusion("rrf", weight=0.3)
+    with pytest.raises(SettingError, match="weighted fuses components named lexical and dense"):
+        Fusion().fuse({"bm25": [LEX], "splade": [DENSE]}, 10)
 
 
 # --- the runner's hybrid path: both sides, then `fuse` -----------------------------------
 
-CORPUS = Corpus([
-    Document("d-invoice", "Invoice rounding for JPY", "round invoice totals", None, "d"),
-    Document("d-retry", "Retry ingest worker", "retry with backoff", None, "d"),
-    Document("d-cache", "Cache invalidation", "invalidate the cache on write", None, "d"),
-    Document("d-auth", "Auth token refresh", "refresh auth tokens", None, "d"),
-])
+CORPUS = Corpus(
+    [
+        Document("d-invoice", "Invoice rounding for JPY", "round invoice totals", None, "d"),
+        Document("d-retry", "Retry ingest worker", "retry with backoff", None, "d"),
+        Document("d-cache", "Cache invalidation", "invalidate the cache on write", None, "d"),
+        Document("d-auth", "Auth token refresh", "refresh auth tokens", None, "d"),
+    ]
+)
 
 
 @pytest.mark.parametrize("method", ["rrf", "weighted"])
@@ -97,17 +118,35 @@ def test_fused_rankings_keep_the_component_contract(tmp_path, method):
     dense = Dense.using(FakeEncoder(), cache_dir=str(tmp_path), show_progress=False).index(CORPUS)
     lexical = Bm25V2().index(CORPUS)
     queries = ["invoice jpy", "retry", "cache auth", "zebra"]
-    first = fuse(method, lexical.search(queries, 3), dense.search(queries, 3), 0.5, 60, 2)
+    first = fuse(
+        method,
+        lexical.search(queries, 3),
+        dense.search(queries, 3),
+        0.5 if method == "weighted" else None,
+        60 if method == "rrf" else None,
+        2,
+    )
     assert len(first) == len(queries)
     for r in first:
         assert 0 < len(r) <= 2
         keys = [(-s, d) for d, s in zip(r.doc_ids, r.scores)]
         assert [k[0] for k in keys] == sorted(k[0] for k in keys)
     assert first[0].doc_ids[0] == "d-invoice" and first[1].doc_ids[0] == "d-retry"
-    assert fuse(method, lexical.search(queries, 3), dense.search(queries, 3), 0.5, 60, 2) == first
+    assert (
+        fuse(
+            method,
+            lexical.search(queries, 3),
+            dense.search(queries, 3),
+            0.5 if method == "weighted" else None,
+            60 if method == "rrf" else None,
+            2,
+        )
+        == first
+    )
 
 
 # --- cross-check against ranx ---------------------------------------------------------
+
 
 def random_sides(seed: int, n_queries: int = 20):
     rng = random.Random(seed)
@@ -143,7 +182,7 @@ def test_rrf_matches_ranx():
 
     lex, dense = random_sides(seed=7)
     theirs = ranx_fuse([to_run(lex), to_run(dense)], norm=None, method="rrf", params={"k": 60})
-    assert_same(fuse("rrf", lex, dense, 0.0, 60, k=1000), theirs)
+    assert_same(fuse("rrf", lex, dense, None, 60, k=1000), theirs)
 
 
 @pytest.mark.slow
@@ -152,6 +191,7 @@ def test_weighted_matches_ranx_wsum_min_max(weight):
     from ranx import fuse as ranx_fuse
 
     lex, dense = random_sides(seed=11)
-    theirs = ranx_fuse([to_run(lex), to_run(dense)], norm="min-max", method="wsum",
-                       params={"weights": [1 - weight, weight]})
-    assert_same(fuse("weighted", lex, dense, weight, 60, k=1000), theirs)
+    theirs = ranx_fuse(
+        [to_run(lex), to_run(dense)], norm="min-max", method="wsum", params={"weights": [1 - weight, weight]}
+    )
+    assert_same(fuse("weighted", lex, dense, weight, None, k=1000), theirs)

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 
-from cortex_exp.corpus import Corpus, Document
+from cortex_exp.data.corpus import Corpus, Document
 from cortex_exp.errors import GateRefused, InputError
-from cortex_exp.gates import (GateSettings, check_silence, check_stale, corpus_drift, degraded_banner,
-                              silence, silence_metrics)
 from cortex_exp.golden.store import GoldenSet, Query
+from cortex_exp.run.gates import (
+    check_silence,
+    check_stale,
+    corpus_drift,
+    degraded_banner,
+    silence,
+    silence_metrics,
+)
+from cortex_exp.settings import GateSettings, SettingError
 
-NOW = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 DEFAULTS = GateSettings()
 
 
@@ -32,14 +39,16 @@ def golden_for(corpus: Corpus | None, path=None, built: datetime = NOW, **manife
 
 # --- stale ------------------------------------------------------------------------------------
 
+
 def test_golden_set_40_days_old_refuses_with_exact_message(tmp_path):
     golden = golden_for(None, tmp_path, built=NOW - timedelta(days=40))
     with pytest.raises(GateRefused) as err:
         check_stale(golden, DEFAULTS, now=NOW)
     built = (NOW - timedelta(days=40)).date().isoformat()  # 2024-01-21
-    assert str(err.value) == (f"GOLDEN SET STALE: built {built}, 40 days ago; limit 30. "
-                              f"Rebuild it with: python -m cortex_exp.golden rebuild {tmp_path}")
-    assert err.value.exit_code == 3
+    assert str(err.value) == (
+        f"GOLDEN SET STALE: built {built}, 40 days ago; limit 30. "
+        f"Rebuild it with: python -m cortex_exp.golden rebuild {tmp_path}"
+    )
 
 
 def test_golden_set_29_days_old_passes(tmp_path):
@@ -69,20 +78,47 @@ def test_custom_age_limit_is_in_the_message(tmp_path):
 @pytest.mark.parametrize("built_at", [None, "", "last tuesday", 20240101])
 def test_missing_or_bad_built_at_names_the_manifest(tmp_path, built_at):
     golden = GoldenSet([Query("q1", "p", "t")], [], {} if built_at is None else {"built_at": built_at}, {}, tmp_path)
-    with pytest.raises(InputError, match=r"manifest\.json: field 'built_at'") as err:
+    with pytest.raises(InputError, match=r"manifest\.json: field 'built_at'"):
         check_stale(golden, DEFAULTS, now=NOW)
-    assert err.value.exit_code == 2
+
+
+# --- static collections: a fixed public collection does not age --------------------------------
+
+
+def test_a_beir_collection_on_its_own_corpus_is_never_stale_by_age(tmp_path):
+    corpus = Corpus(docs(20))
+    golden = golden_for(corpus, tmp_path, built=NOW - timedelta(days=400), source={"kind": "beir"})
+    result = check_stale(golden, DEFAULTS, corpus, now=NOW)
+    assert (result.stale, result.age_days) == (False, 400)
+
+
+def test_a_beir_collection_whose_corpus_changed_is_stale_again(tmp_path):
+    golden = golden_for(Corpus(docs(20)), tmp_path, built=NOW - timedelta(days=400), source={"kind": "beir"})
+    changed = Corpus(docs(19) + [Document("d019", "edited title", "text 19", "p", "rule")])
+    with pytest.raises(GateRefused, match="GOLDEN SET STALE: .* 400 days ago; limit 30"):
+        check_stale(golden, DEFAULTS, changed, now=NOW)
+    assert corpus_drift(golden, changed, GateSettings(max_corpus_drift=0.01)).moved
+
+
+def test_a_serve_log_golden_set_keeps_the_age_rule_on_an_unchanged_corpus(tmp_path):
+    corpus = Corpus(docs(20))
+    golden = golden_for(corpus, tmp_path, built=NOW - timedelta(days=40), source={"kind": "serves"})
+    with pytest.raises(GateRefused, match="40 days ago"):
+        check_stale(golden, DEFAULTS, corpus, now=NOW)
 
 
 # --- corpus drift -----------------------------------------------------------------------------
+
 
 def test_six_percent_new_documents_moved():
     then = Corpus(docs(50))
     now = Corpus(docs(53))  # 3 added / 50 at build = 6% > 5%
     drift = corpus_drift(golden_for(then), now, DEFAULTS)
     assert drift.moved and drift.share == 3 / 50
-    assert drift.message.startswith("WARNING: CORPUS MOVED: 3 added, 0 removed, 0 changed since the golden set "
-                                    "was built (6% of 50 documents; limit 5%); recall may drop with nothing worse")
+    assert drift.message.startswith(
+        "WARNING: CORPUS MOVED: 3 added, 0 removed, 0 changed since the golden set "
+        "was built (6% of 50 documents; limit 5%); recall may drop with nothing worse"
+    )
     assert "rebuild" in drift.message
 
 
@@ -93,8 +129,9 @@ def test_two_percent_new_documents_do_not_warn():
 
 def test_changed_only_same_count_is_detected_by_hashes():
     then = docs(40)
-    edited = [Document(d.id, d.title, d.text + " (approved)", d.project, d.kind) if i < 3 else d
-              for i, d in enumerate(then)]
+    edited = [
+        Document(d.id, d.title, d.text + " (approved)", d.project, d.kind) if i < 3 else d for i, d in enumerate(then)
+    ]
     drift = corpus_drift(golden_for(Corpus(then)), Corpus(edited), DEFAULTS)
     assert len(edited) == len(then)
     assert drift.diff.changed == ("d000", "d001", "d002")
@@ -115,8 +152,10 @@ def test_corpus_growing_under_an_old_golden_set_warns(tmp_path):
     assert not check_stale(golden, DEFAULTS, now=NOW).stale  # not old enough to refuse...
     drift = corpus_drift(golden, now, DEFAULTS)  # ...but the corpus moved under it
     assert drift.moved
-    assert drift.message.startswith("WARNING: CORPUS MOVED: 238 added, 0 removed, 0 changed since the golden set "
-                                    "was built (23.8% of 1000 documents; limit 5%)")
+    assert drift.message.startswith(
+        "WARNING: CORPUS MOVED: 238 added, 0 removed, 0 changed since the golden set "
+        "was built (23.8% of 1000 documents; limit 5%)"
+    )
 
 
 def test_without_per_document_hashes_falls_back_to_the_fingerprint_and_says_so():
@@ -139,6 +178,7 @@ def test_nothing_to_compare_says_the_check_was_not_done():
 
 # --- silence ----------------------------------------------------------------------------------
 
+
 def test_silence_shares_from_counts():
     shares = silence({"lexical": [3, 0, 5, 0, 2], "dense": np.array([10, 10, 10, 10, 10])})
     assert shares["lexical"].share == 2 / 5 and shares["dense"].share == 0.0
@@ -160,14 +200,20 @@ def test_no_silent_component_no_message():
 
 # --- settings and banner ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("kwargs, key", [({"max_corpus_drift": 1.5}, "gates.max_corpus_drift"),
-                                         ({"max_silent_share": -0.1}, "gates.max_silent_share"),
-                                         ({"max_age_days": -1}, "gates.max_age_days"),
-                                         ({"allow_degraded": "yes"}, "gates.allow_degraded")])
+
+@pytest.mark.parametrize(
+    "kwargs, key",
+    [
+        ({"max_corpus_drift": 1.5}, "gates.max_corpus_drift"),
+        ({"max_silent_share": -0.1}, "gates.max_silent_share"),
+        ({"max_age_days": -1}, "gates.max_age_days"),
+        ({"allow_degraded": "yes"}, "gates.allow_degraded"),
+    ],
+)
 def test_bad_gate_settings_name_the_key(kwargs, key):
-    with pytest.raises(InputError) as err:
+    with pytest.raises(SettingError) as err:
         GateSettings(**kwargs)
-    assert key in str(err.value) and err.value.exit_code == 2
+    assert str(err.value).startswith(key)
 
 
 def test_degraded_banner():

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
+from conftest import TINY_DOCS, TINY_SERVES, run_cli, write_jsonl
 
-from conftest import TINY_DOCS, TINY_SERVES, doc, run_cli, serve, write_jsonl
-from cortex_exp.corpus import load_corpus
+from cortex_exp.data.corpus import load_corpus
 from cortex_exp.errors import InputError
 from cortex_exp.golden import load_golden
 from cortex_exp.golden.build import build_from_files, rebuild
-from cortex_exp.golden.builder import build_golden, normalize_task
-from cortex_exp.servelog import load_serves
+from cortex_exp.golden.filters import normalize_task
 
 
 def test_normalize_task():
@@ -28,8 +26,13 @@ def test_four_filters_counted_by_hand(tiny, tmp_path):
     assert m["filters"] == {"always_served": 5, "repeat": 1, "retired_positive": 2, "no_positive": 2}
     # q(s1+s2): d-flaky helped in s1 (noise in s2) -> positive; d-invoice positive; d-cache noise;
     # d-auth wrong -> noise. q(s3): d-retry positive.
-    assert {k: m["counts"][k] for k in ("queries", "projects", "positives", "noise", "wrong")} == \
-        {"queries": 2, "projects": 1, "positives": 3, "noise": 2, "wrong": 1}
+    assert {k: m["counts"][k] for k in ("queries", "projects", "positives", "noise", "wrong")} == {
+        "queries": 2,
+        "projects": 1,
+        "positives": 3,
+        "noise": 2,
+        "wrong": 1,
+    }
     merged = next(q for q in golden.queries if "s2" in q.serve_ids)
     assert merged.serve_ids == ("s1", "s2")
     labels = {(j.doc_id, j.label) for j in golden.judgments if j.qid == merged.qid}
@@ -47,7 +50,7 @@ def test_manifest_fields_and_files(tiny, tmp_path):
     assert "served" in m["known_bias"]
     assert json.loads((out / "corpus_hashes.json").read_text()) == corpus.hashes
     assert (out / "golden_id").read_text().strip() == golden.golden_id == m["golden_id"]
-    assert [json.loads(l)["serve_ids"] for l in (out / "queries.jsonl").read_text().splitlines()]
+    assert [json.loads(line)["serve_ids"] for line in (out / "queries.jsonl").read_text().splitlines()]
 
 
 def test_golden_id_depends_on_content_not_place_or_time(tiny, tmp_path):
@@ -81,20 +84,37 @@ def test_rebuild_in_place_from_manifest_inputs(tiny, tmp_path):
 
 
 def test_cli_build_prints_counts(tiny, tmp_path):
-    r = run_cli(["cortex_exp.golden", "build", "--corpus", str(tiny[0]), "--serves", str(tiny[1]),
-                 "--out", str(tmp_path / "g")], tmp_path)
+    r = run_cli(
+        [
+            "cortex_exp.golden",
+            "build",
+            "--corpus",
+            str(tiny[0]),
+            "--serves",
+            str(tiny[1]),
+            "--out",
+            str(tmp_path / "g"),
+        ],
+        tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     assert "queries 2" in r.stdout and "retired_positive 2" in r.stdout
 
 
 def test_import_beir(tmp_path):
     beir = tmp_path / "beir"
-    write_jsonl(beir / "corpus.jsonl", [{"_id": "d1", "title": "A", "text": "alpha"},
-                                        {"_id": "d2", "title": "", "text": "beta"}])
-    write_jsonl(beir / "queries.jsonl", [{"_id": "q1", "text": "alpha?"}, {"_id": "q2", "text": "beta?"},
-                                         {"_id": "q3", "text": "gamma?"}])
+    write_jsonl(
+        beir / "corpus.jsonl",
+        [{"_id": "d1", "title": "A", "text": "alpha"}, {"_id": "d2", "title": "", "text": "beta"}],
+    )
+    write_jsonl(
+        beir / "queries.jsonl",
+        [{"_id": "q1", "text": "alpha?"}, {"_id": "q2", "text": "beta?"}, {"_id": "q3", "text": "gamma?"}],
+    )
     (beir / "qrels").mkdir()
-    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\t0\nq2\td2\t0\nq3\tgone\t2\n")
+    (beir / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\t0\nq2\td2\t0\nq3\tgone\t2\n"
+    )
     r = run_cli(["cortex_exp.golden", "import-beir", str(beir), "--out", str(tmp_path / "out")], tmp_path)
     assert r.returncode == 0, r.stderr
     g = load_golden(tmp_path / "out")
@@ -108,8 +128,10 @@ def test_import_beir(tmp_path):
 def test_out_folder_holding_the_inputs_is_refused_and_nothing_is_lost(tiny, tmp_path):
     corpus, serves = tiny  # both live in tmp_path
     before = {p.name: p.read_bytes() for p in (corpus, serves)}
-    r = run_cli(["cortex_exp.golden", "build", "--corpus", str(corpus), "--serves", str(serves),
-                 "--out", str(tmp_path)], tmp_path)
+    r = run_cli(
+        ["cortex_exp.golden", "build", "--corpus", str(corpus), "--serves", str(serves), "--out", str(tmp_path)],
+        tmp_path,
+    )
     assert r.returncode == 2 and "not a golden-set folder" in r.stderr
     assert {p.name: p.read_bytes() for p in (corpus, serves)} == before
 

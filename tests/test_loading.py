@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from conftest import TINY_DOCS, TINY_SERVES, run_cli, write_jsonl
 
-from conftest import TINY_DOCS, TINY_SERVES, doc, run_cli, write_jsonl
-from cortex_exp.corpus import diff_hashes, document_hash, fingerprint_of, load_corpus, Document
+from cortex_exp.data.corpus import Document, diff_hashes, document_hash, fingerprint_of, load_corpus
+from cortex_exp.data.servelog import load_serves
 from cortex_exp.errors import InputError
-from cortex_exp.servelog import load_serves
 
 
 def test_corpus_loads_and_fingerprint_ignores_line_order(tmp_path):
@@ -18,7 +18,9 @@ def test_corpus_loads_and_fingerprint_ignores_line_order(tmp_path):
 
 
 def test_document_hash_is_sha256_of_canonical_json():
-    import hashlib, json
+    import hashlib
+    import json
+
     d = Document("x", "T", "é", None, "lesson", False)
     canonical = '{"always_served":false,"id":"x","kind":"lesson","project":null,"text":"é","title":"T"}'
     assert document_hash(d) == hashlib.sha256(canonical.encode("utf-8")).hexdigest()
@@ -31,14 +33,30 @@ def test_diff_names_added_removed_changed():
     assert (d.added, d.removed, d.changed) == (("d",), ("c",), ("b",))
 
 
-@pytest.mark.parametrize("lines, expected", [
-    (['{"id": "a", "title": "", "text": "x", "project": null, "kind": "rule"}', '{"id": "a", "title": "", "text": "y", "project": null, "kind": "rule"}'],
-     ":2: duplicate document id 'a' (first on line 1)"),
-    (['{"id": "a", "title": "", "text": "x", "project": null, "kind": "rule"', ], ":1: malformed JSON"),
-    (['{"id": "a", "title": 3, "text": "x", "project": null, "kind": "rule"}'], ":1: field 'title' must be a string"),
-    (['{"id": "a", "text": "x", "project": null, "kind": "rule"}'], ":1: missing field 'title'"),
-    (['{"id": "", "title": "", "text": "x", "project": null, "kind": "rule"}'], ":1: field 'id' is empty"),
-])
+@pytest.mark.parametrize(
+    "lines, expected",
+    [
+        (
+            [
+                '{"id": "a", "title": "", "text": "x", "project": null, "kind": "rule"}',
+                '{"id": "a", "title": "", "text": "y", "project": null, "kind": "rule"}',
+            ],
+            ":2: duplicate document id 'a' (first on line 1)",
+        ),
+        (
+            [
+                '{"id": "a", "title": "", "text": "x", "project": null, "kind": "rule"',
+            ],
+            ":1: malformed JSON",
+        ),
+        (
+            ['{"id": "a", "title": 3, "text": "x", "project": null, "kind": "rule"}'],
+            ":1: field 'title' must be a string",
+        ),
+        (['{"id": "a", "text": "x", "project": null, "kind": "rule"}'], ":1: missing field 'title'"),
+        (['{"id": "", "title": "", "text": "x", "project": null, "kind": "rule"}'], ":1: field 'id' is empty"),
+    ],
+)
 def test_bad_corpus_lines_name_file_and_line(tmp_path, lines, expected):
     path = tmp_path / "corpus.jsonl"
     path.write_text("\n".join(lines) + "\n")
@@ -50,7 +68,9 @@ def test_bad_corpus_lines_name_file_and_line(tmp_path, lines, expected):
 
 def test_every_problem_is_reported_not_only_the_first(tmp_path):
     path = tmp_path / "corpus.jsonl"
-    path.write_text('{"id": 1}\nnot json\n{"id": "b", "title": "", "text": "", "project": null, "kind": "k", "always_served": "yes"}\n')
+    path.write_text(
+        '{"id": 1}\nnot json\n{"id": "b", "title": "", "text": "", "project": null, "kind": "k", "always_served": "yes"}\n'
+    )
     with pytest.raises(InputError) as err:
         load_corpus(path)
     message = str(err.value)
@@ -79,24 +99,55 @@ def test_bad_serves_unknown_verdict_and_channel(tmp_path):
 
 
 def test_serves_bad_timestamp_and_rank_type(tmp_path):
-    row = {**TINY_SERVES[0], "ts": "yesterday",}
+    row = {
+        **TINY_SERVES[0],
+        "ts": "yesterday",
+    }
     row2 = {**TINY_SERVES[1], "items": [{"doc_id": "d", "channel": "search", "rank": "1", "verdict": None}]}
     path = write_jsonl(tmp_path / "serves.jsonl", [row, row2])
     with pytest.raises(InputError) as err:
         load_serves(path)
     assert ":1: field 'ts' is not ISO-8601" in str(err.value)
-    assert ":2: field items[0].'rank'" in str(err.value) or ":2: field 'items[0].rank'" in str(err.value) or "items[0].rank" in str(err.value)
+    assert (
+        ":2: field items[0].'rank'" in str(err.value)
+        or ":2: field 'items[0].rank'" in str(err.value)
+        or "items[0].rank" in str(err.value)
+    )
 
 
 BAD_INPUTS = {
     "malformed_json": ("corpus", b'{"id": "a"\n', ":1: malformed JSON"),
-    "mistyped_field": ("corpus", b'{"id": "a", "title": 1, "text": "", "project": null, "kind": "k"}\n', ":1: field 'title'"),
-    "duplicate_id": ("corpus", b'{"id": "a", "title": "", "text": "x", "project": null, "kind": "k"}\n{"id": "a", "title": "", "text": "y", "project": null, "kind": "k"}\n', ":2: duplicate document id"),
-    "non_utf8": ("corpus", b'{"id": "a", "title": "\xff", "text": "", "project": null, "kind": "k"}\n', ":1: not UTF-8"),
+    "mistyped_field": (
+        "corpus",
+        b'{"id": "a", "title": 1, "text": "", "project": null, "kind": "k"}\n',
+        ":1: field 'title'",
+    ),
+    "duplicate_id": (
+        "corpus",
+        b'{"id": "a", "title": "", "text": "x", "project": null, "kind": "k"}\n{"id": "a", "title": "", "text": "y", "project": null, "kind": "k"}\n',
+        ":2: duplicate document id",
+    ),
+    "non_utf8": (
+        "corpus",
+        b'{"id": "a", "title": "\xff", "text": "", "project": null, "kind": "k"}\n',
+        ":1: not UTF-8",
+    ),
     "empty_corpus": ("corpus", b"", "the corpus is empty"),
-    "unknown_verdict": ("serves", b'{"serve_id": "s", "ts": "2026-11-01T00:00:00Z", "project": "p", "task": "t", "items": [{"doc_id": "a", "channel": "search", "rank": 1, "verdict": "meh"}]}\n', ":1: items[0].verdict"),
-    "unknown_channel": ("serves", b'{"serve_id": "s", "ts": "2026-11-01T00:00:00Z", "project": "p", "task": "t", "items": [{"doc_id": "a", "channel": "fax", "rank": 1, "verdict": null}]}\n', ":1: items[0].channel"),
-    "missing_field": ("serves", b'{"serve_id": "s", "ts": "2026-11-01T00:00:00Z", "task": "t", "items": []}\n', ":1: missing field 'project'"),
+    "unknown_verdict": (
+        "serves",
+        b'{"serve_id": "s", "ts": "2026-11-01T00:00:00Z", "project": "p", "task": "t", "items": [{"doc_id": "a", "channel": "search", "rank": 1, "verdict": "meh"}]}\n',
+        ":1: items[0].verdict",
+    ),
+    "unknown_channel": (
+        "serves",
+        b'{"serve_id": "s", "ts": "2026-11-01T00:00:00Z", "project": "p", "task": "t", "items": [{"doc_id": "a", "channel": "fax", "rank": 1, "verdict": null}]}\n',
+        ":1: items[0].channel",
+    ),
+    "missing_field": (
+        "serves",
+        b'{"serve_id": "s", "ts": "2026-11-01T00:00:00Z", "task": "t", "items": []}\n',
+        ":1: missing field 'project'",
+    ),
 }
 
 
@@ -108,14 +159,24 @@ def test_bad_input_exits_2_names_file_line_and_creates_no_run(tmp_path, case):
     bad = corpus if which == "corpus" else serves
     bad.write_bytes(content)
     golden = tmp_path / "golden"
-    r = run_cli(["cortex_exp.golden", "build", "--corpus", str(corpus), "--serves", str(serves), "--out", str(golden)], tmp_path)
+    r = run_cli(
+        ["cortex_exp.golden", "build", "--corpus", str(corpus), "--serves", str(serves), "--out", str(golden)], tmp_path
+    )
     assert r.returncode == 2, r.stderr
     assert expected in r.stderr and (str(bad) in r.stderr)
     assert not golden.exists()
     if which == "corpus":  # the benchmark itself: exit 2 and no MLflow run
         db = tmp_path / "mlflow.db"
-        r = run_cli(["cortex_exp", "data=files", f"data.corpus={corpus}", f"data.golden={golden}",
-                     f"mlflow.tracking_uri=sqlite:///{db}"], tmp_path)
+        r = run_cli(
+            [
+                "cortex_exp",
+                "data=files",
+                f"data.corpus={corpus}",
+                f"data.golden={golden}",
+                f"mlflow.tracking_uri=sqlite:///{db}",
+            ],
+            tmp_path,
+        )
         assert r.returncode == 2, r.stderr
         assert "run_id:" not in r.stdout
         assert not db.exists() or _count_runs(f"sqlite:///{db}") == 0

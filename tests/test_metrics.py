@@ -70,8 +70,13 @@ def test_cross_check_pytrec_eval(seed):
     for qid in qrels:
         ours = score_query(tops[qid], set(qrels[qid]), set(), [5, 10, 24])
         theirs = ref.get(qid, {})
-        for mine, trec in (("recall_at_5", "recall_5"), ("recall_at_10", "recall_10"),
-                           ("recall_at_24", "recall_24"), ("mrr", "recip_rank"), ("ndcg_at_10", "ndcg_cut_10")):
+        for mine, trec in (
+            ("recall_at_5", "recall_5"),
+            ("recall_at_10", "recall_10"),
+            ("recall_at_24", "recall_24"),
+            ("mrr", "recip_rank"),
+            ("ndcg_at_10", "ndcg_cut_10"),
+        ):
             assert ours[mine] == pytest.approx(theirs.get(trec, 0.0), abs=1e-12), (qid, mine)
 
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from mlflow.tracking import MlflowClient
-
 from conftest import files_overrides, run_cli
+from mlflow.tracking import MlflowClient
 
 pytestmark = pytest.mark.slow
 ROWS = ["core", "graph", "graph_boosts", "graph_boosts_honest", "graph_boosts_honest_full"]
@@ -15,16 +14,25 @@ ROWS = ["core", "graph", "graph_boosts", "graph_boosts_honest", "graph_boosts_ho
 def test_all_rows_under_one_parent_and_nothing_lost(demo_dir, tmp_path, launcher):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     extra = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"] if launcher == "joblib" else []
-    r = run_cli(["cortex_exp", "-m", "row=" + ",".join(ROWS), *files_overrides(demo_dir, uri), *extra,
-                 f"hydra.sweep.dir={tmp_path}/multirun"], tmp_path)
+    r = run_cli(
+        [
+            "cortex_exp",
+            "-m",
+            "row=" + ",".join(ROWS),
+            *files_overrides(demo_dir, uri),
+            *extra,
+            f"hydra.sweep.dir={tmp_path}/multirun",
+        ],
+        tmp_path,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     lines = r.stdout.strip().splitlines()
     assert lines[-1].startswith("parent_run_id: ")
     parent = lines[-1].split()[1]
-    assert sum(l.startswith("run_id: ") for l in lines) == 5
-    summary = lines[lines.index(next(l for l in lines if l.startswith("run "))):]
-    assert any(l.startswith("core/bm25_v2") and "decides" in l for l in summary)
-    assert sum("/bm25_v2" in l and " reference " in l for l in summary) == 4
+    assert sum(line.startswith("run_id: ") for line in lines) == 5
+    summary = lines[lines.index(next(line for line in lines if line.startswith("run "))) :]
+    assert any(line.startswith("core/bm25_v2") and "decides" in line for line in summary)
+    assert sum("/bm25_v2" in line and " reference " in line for line in summary) == 4
     client = MlflowClient(uri)
     assert client.get_run(parent).info.status == "FINISHED"
     exp = client.get_run(parent).info.experiment_id
@@ -35,7 +43,13 @@ def test_all_rows_under_one_parent_and_nothing_lost(demo_dir, tmp_path, launcher
         assert child.data.tags["decides"] == ("true" if child.data.tags["row"] == "core" else "false")
         assert len(child.data.metrics) >= 10
         names = {a.path for a in client.list_artifacts(child.info.run_id)}
-        assert {"per_query.jsonl", "corpus_fingerprint.json", "golden_manifest.json", "config.yaml", "health.json"} <= names
+        assert {
+            "per_query.jsonl",
+            "corpus_fingerprint.json",
+            "golden_manifest.json",
+            "config.yaml",
+            "health.json",
+        } <= names
     core = next(c for c in children if c.data.tags["row"] == "core").data.metrics["recall_at_24"]
     leaky = next(c for c in children if c.data.tags["row"] == "graph_boosts").data.metrics["recall_at_24"]
     honest = next(c for c in children if c.data.tags["row"] == "graph_boosts_honest").data.metrics["recall_at_24"]
@@ -45,8 +59,17 @@ def test_all_rows_under_one_parent_and_nothing_lost(demo_dir, tmp_path, launcher
 
 def test_a_job_refused_by_a_gate_fails_the_parent(demo_dir, tmp_path):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    r = run_cli(["cortex_exp", "-m", "row=core,graph", "faults.lexical=empty", *files_overrides(demo_dir, uri),
-                 f"hydra.sweep.dir={tmp_path}/multirun"], tmp_path)
+    r = run_cli(
+        [
+            "cortex_exp",
+            "-m",
+            "row=core,graph",
+            "faults.lexical=empty",
+            *files_overrides(demo_dir, uri),
+            f"hydra.sweep.dir={tmp_path}/multirun",
+        ],
+        tmp_path,
+    )
     assert r.returncode == 3 and "COMPONENT DOWN: lexical" in r.stderr
     client = MlflowClient(uri)
     (parent,) = [run for e in client.search_experiments() for run in client.search_runs([e.experiment_id])]
@@ -62,19 +85,29 @@ def test_fusion_weight_sweep_five_nested_runs_and_the_best_marked(demo_dir, tmp_
     server = test_endpoint.Server("good")
     try:
         uri = f"sqlite:///{tmp_path}/mlflow.db"
-        r = run_cli(["cortex_exp", "-m", "retriever=hybrid", "retriever.fusion.weight=0,0.25,0.5,0.75,1",
-                     f"retriever.dense.endpoint={server.url}", *files_overrides(demo_dir, uri),
-                     f"hydra.sweep.dir={tmp_path}/multirun"], tmp_path)
+        r = run_cli(
+            [
+                "cortex_exp",
+                "-m",
+                "retriever=hybrid",
+                "retriever.fusion.weight=0,0.25,0.5,0.75,1",
+                f"retriever.dense.endpoint={server.url}",
+                *files_overrides(demo_dir, uri),
+                f"hydra.sweep.dir={tmp_path}/multirun",
+            ],
+            tmp_path,
+        )
     finally:
         server.close()
     assert r.returncode == 0, r.stderr[-3000:]
     lines = r.stdout.strip().splitlines()
     parent = lines[-1].split()[1]
-    assert sum(l.startswith("run_id: ") for l in lines) == 5
-    weights = [l for l in lines if l.startswith("core/hybrid w=")]
-    assert len(weights) == 5 and sum(" * " in f" {l} " for l in weights) == 1
-    children = MlflowClient(uri).search_runs([MlflowClient(uri).get_run(parent).info.experiment_id],
-                                             f"tags.mlflow.parentRunId = '{parent}'")
+    assert sum(line.startswith("run_id: ") for line in lines) == 5
+    weights = [line for line in lines if line.startswith("core/hybrid w=")]
+    assert len(weights) == 5 and sum(" * " in f" {line} " for line in weights) == 1
+    children = MlflowClient(uri).search_runs(
+        [MlflowClient(uri).get_run(parent).info.experiment_id], f"tags.mlflow.parentRunId = '{parent}'"
+    )
     assert sorted(float(c.data.params["retriever.fusion.weight"]) for c in children) == [0, 0.25, 0.5, 0.75, 1]
     parent_run = MlflowClient(uri).get_run(parent)
     assert {a.path for a in MlflowClient(uri).list_artifacts(parent)} >= {"summary.txt", "sweep.png"}

@@ -6,24 +6,30 @@ import random
 import subprocess
 import sys
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from cortex_exp.corpus import Corpus, Document
+from cortex_exp.data.corpus import Corpus, Document
+from cortex_exp.data.servelog import Serve, ServedItem
 from cortex_exp.features import learn_features
-from cortex_exp.golden.builder import build_golden
+from cortex_exp.golden.filters import build_golden
 from cortex_exp.retrievers.base import Ranking
-from cortex_exp.rows import ROWS, FeatureParams, rerank, row_spec
-from cortex_exp.servelog import Serve, ServedItem
+from cortex_exp.rows import ROWS, rerank, row_spec
+from cortex_exp.settings import FeatureParams
 
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 CORPUS = Corpus([Document(i, i, f"text {i}", "p", "rule") for i in ("s", "m1", "m2", "n1", "n2", "p", "z")])
 
 
 def serve(sid: str, task: str, *items: tuple[str, str | None], minutes: int = 0) -> Serve:
-    return Serve(sid, T0 + timedelta(minutes=minutes), "p", task,
-                 tuple(ServedItem(d, "search", r, v) for r, (d, v) in enumerate(items)))
+    return Serve(
+        sid,
+        T0 + timedelta(minutes=minutes),
+        "p",
+        task,
+        tuple(ServedItem(d, "search", r, v) for r, (d, v) in enumerate(items)),
+    )
 
 
 def ranking(*pairs: tuple[str, float]) -> Ranking:
@@ -49,16 +55,40 @@ def test_core_returns_base_untouched_and_is_blind_to_the_labels():
     log = [serve("s1", "t", ("p", "helped"), ("n1", "noise")), serve("s2", "u", ("m1", "helped"), ("p", "wrong"))]
     golden = build_golden(CORPUS, log)
     base = [ranking(("n1", 3), ("m1", 2), ("p", 1)) for _ in golden.queries]
-    shuffled = [replace(s, items=tuple(replace(it, verdict=random.Random(1).choice(["helped", "noise", None]))
-                                       for it in s.items)) for s in log]
-    for features in (learn_features(log, CORPUS, FeatureParams()), learn_features(shuffled, CORPUS, FeatureParams()),
-                     learn_features([], CORPUS, FeatureParams()), None):
+    rng = random.Random(1)
+    flip = {"helped": "noise", "noise": "helped", "wrong": "helped", None: "helped"}
+    shuffled = [
+        replace(
+            s,
+            items=tuple(replace(it, verdict=flip[it.verdict] if rng.random() < 0.9 else it.verdict) for it in s.items),
+        )
+        for s in log
+    ]
+    before = [it.verdict for s in log for it in s.items]
+    after = [it.verdict for s in shuffled for it in s.items]
+    assert sum(a != b for a, b in zip(before, after)) >= len(before) // 2  # the verdicts really changed
+    for features in (
+        learn_features(log, CORPUS, FeatureParams()),
+        learn_features(shuffled, CORPUS, FeatureParams()),
+        learn_features([], CORPUS, FeatureParams()),
+        None,
+    ):
         assert rerank(ROWS["core"], base, golden.queries, features, FeatureParams(), k=2) is base
+    # a row that learns from verdicts does see the change: this test can fail
+    learned = [
+        rerank(
+            ROWS["graph_boosts"], base, golden.queries, learn_features(v, CORPUS, FeatureParams()), FeatureParams(), k=3
+        )
+        for v in (log, shuffled)
+    ]
+    assert learned[0] != learned[1]
 
 
 def test_importing_rows_loads_nothing_that_reads_verdicts():
-    code = ("import sys, cortex_exp.rows; "
-            "print(sorted(m for m in sys.modules if m.startswith(('cortex_exp.servelog', 'cortex_exp.features'))))")
+    code = (
+        "import sys, cortex_exp.rows; "
+        "print(sorted(m for m in sys.modules if m.startswith(('cortex_exp.data.servelog', 'cortex_exp.features'))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -83,8 +113,10 @@ LEAK_PARAMS = FeatureParams(boost=1.0, hop=0.5)
 
 
 def test_direct_leak_graph_boosts_finds_it_honest_does_not():
-    log = [serve("s1", "fix login", ("n1", "noise"), ("n2", "noise"), ("p", "helped")),
-           serve("s2", "other task", ("m1", "helped"), ("z", "noise"))]
+    log = [
+        serve("s1", "fix login", ("n1", "noise"), ("n2", "noise"), ("p", "helped")),
+        serve("s2", "other task", ("m1", "helped"), ("z", "noise")),
+    ]
     query = next(q for q in build_golden(CORPUS, log).queries if q.serve_ids == ("s1",))
     leaky = top("graph_boosts", LEAK_BASE, query, log, LEAK_PARAMS, k=2)
     assert leaky.doc_ids == ("p", "n1")
@@ -95,8 +127,10 @@ def test_direct_leak_graph_boosts_finds_it_honest_does_not():
 
 def test_leak_through_a_repeated_task_is_closed_by_leaving_out_every_merged_serve():
     # the same task twice, in other case and white space: one golden query with both serves
-    log = [serve("s1", "Fix the  Login bug", ("n1", "noise"), ("n2", "noise"), ("p", "helped")),
-           serve("s2", "fix the login bug ", ("p", "helped"), minutes=5)]
+    log = [
+        serve("s1", "Fix the  Login bug", ("n1", "noise"), ("n2", "noise"), ("p", "helped")),
+        serve("s2", "fix the login bug ", ("p", "helped"), minutes=5),
+    ]
     (query,) = build_golden(CORPUS, log).queries
     assert query.serve_ids == ("s1", "s2")
     honest = top("graph_boosts_honest", LEAK_BASE, query, log, LEAK_PARAMS, k=2)
@@ -111,8 +145,10 @@ def test_graph_leak_survives_partial_leave_one_out_and_full_removes_it():
     # The query's serve: s and p both helped, so the edge s<->p exists only because of it.
     # Retriever: s 4, m1 3, m2 2, z 0 -> normalized 1, 0.75, 0.5, 0; p not retrieved at all.
     # Hop 0.8: p gets 1 * (1/1) * 0.8 = 0.8 > m1 0.75, so with k = 2 p is found via the edge.
-    log = [serve("s1", "deploy", ("s", "helped"), ("p", "helped")),
-           serve("s2", "other", ("m2", "helped"), ("z", "noise"))]
+    log = [
+        serve("s1", "deploy", ("s", "helped"), ("p", "helped")),
+        serve("s2", "other", ("m2", "helped"), ("z", "noise")),
+    ]
     query = next(q for q in build_golden(CORPUS, log).queries if q.serve_ids == ("s1",))
     base = ranking(("s", 4), ("m1", 3), ("m2", 2), ("z", 0))
     params = FeatureParams(hop=0.8, boost=0.5)
@@ -143,9 +179,15 @@ def test_honest_rows_equal_leaky_rows_on_features_rebuilt_without_the_query(seed
 
     rng = random.Random(seed)
     ids = [d.id for d in CORPUS.docs]
-    log = [serve(f"s{i}", f"task {rng.randint(0, 5)}",
-                 *[(rng.choice(ids), rng.choice(["helped", "helped", "noise", None])) for _ in range(rng.randint(1, 5))],
-                 minutes=i) for i in range(25)]
+    log = [
+        serve(
+            f"s{i}",
+            f"task {rng.randint(0, 5)}",
+            *[(rng.choice(ids), rng.choice(["helped", "helped", "noise", None])) for _ in range(rng.randint(1, 5))],
+            minutes=i,
+        )
+        for i in range(25)
+    ]
     params = FeatureParams(hop=0.9, seeds=3, co=0.5, boost=0.8)
     full = learn_features(log, CORPUS, params)
     queries = [q for q in build_golden(CORPUS, log).queries]
@@ -175,7 +217,9 @@ def test_rerank_checks_one_ranking_per_query():
 
 
 def test_the_run_path_loads_nothing_that_reads_verdicts_until_a_learned_row_needs_it():
-    code = ("import sys, cortex_exp.benchmark, cortex_exp.pipeline, cortex_exp.metrics, cortex_exp.gates; "
-            "print(sorted(m for m in sys.modules if m.startswith(('cortex_exp.servelog', 'cortex_exp.features'))))")
+    code = (
+        "import sys, cortex_exp.run.benchmark, cortex_exp.run.ranking, cortex_exp.metrics, cortex_exp.run.gates; "
+        "print(sorted(m for m in sys.modules if m.startswith(('cortex_exp.data.servelog', 'cortex_exp.features'))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from cortex_exp import stats
+from cortex_exp.compare import stats
+from cortex_exp.compare.sweep_cv import cross_validate
 from cortex_exp.errors import InputError
-from cortex_exp.sweep_cv import cross_validate
 
 
 def _pair(seed: int, n: int = 56):
@@ -40,8 +40,10 @@ def test_p_value_equals_ranx_student_test():
 
     rng = np.random.default_rng(7)
     qrels = Qrels({f"q{i}": {f"d{j}": 1 for j in rng.choice(30, 3, replace=False)} for i in range(40)})
-    runs = [Run({f"q{i}": {f"d{j}": float(30 - r) for r, j in enumerate(rng.permutation(30)[:24])}
-                 for i in range(40)}) for _ in range(2)]
+    runs = [
+        Run({f"q{i}": {f"d{j}": float(30 - r) for r, j in enumerate(rng.permutation(30)[:24])} for i in range(40)})
+        for _ in range(2)
+    ]
     a, b = (evaluate(qrels, r, "recall@5", return_mean=False) for r in runs)
     p_ranx, _ = paired_student_t_test(a, b)
     assert stats.t_interval(stats.paired_differences(a, b)).p_value == pytest.approx(p_ranx, abs=1e-12)
@@ -64,8 +66,10 @@ def test_cluster_bootstrap_three_projects_exact_mean():
     d = np.array([3.0, 0.0, 0.0, 0.0])
     groups = ["A", "B", "C", "C"]
     sums, sizes = {"A": 3.0, "B": 0.0, "C": 0.0}, {"A": 1, "B": 1, "C": 2}
-    exact = [sum(sums[g] for g in draw) / sum(sizes[g] for g in draw)
-             for draw in ((x, y, z) for x in "ABC" for y in "ABC" for z in "ABC")]
+    exact = [
+        sum(sums[g] for g in draw) / sum(sizes[g] for g in draw)
+        for draw in ((x, y, z) for x in "ABC" for y in "ABC" for z in "ABC")
+    ]
     boot = stats.cluster_bootstrap_means(d, groups, np.random.default_rng(1), 60_000)
     assert set(np.round(boot, 12)) <= set(np.round(exact, 12))
     assert boot.mean() == pytest.approx(np.mean(exact), abs=0.01)
@@ -111,10 +115,12 @@ def test_queries_needed_matches_gpower(dz, published):
 @pytest.mark.parametrize("sd", [0.05, 0.12, 0.26, 0.4])
 def test_queries_needed_is_the_smallest_n_with_80_percent_power(sd):
     """Power of the two-sided paired t test from scipy's noncentral t, written out here."""
+
     def power(n):
         crit = sps.t.ppf(0.975, n - 1)
         nc = 0.05 / sd * math.sqrt(n)
         return sps.nct.sf(crit, n - 1, nc) + np.nan_to_num(sps.nct.cdf(-crit, n - 1, nc))
+
     n = stats.queries_needed(sd, 0.05)
     assert power(n) >= 0.8 and (n == 2 or power(n - 1) < 0.8)
 
@@ -122,9 +128,11 @@ def test_queries_needed_is_the_smallest_n_with_80_percent_power(sd):
 def test_all_differences_zero():
     a = [0.2, 0.5, 1.0]
     d = stats.paired_differences(a, a)
-    for iv in (stats.t_interval(d),
-               stats.percentile_interval(d, stats.bootstrap_means(d, np.random.default_rng(0))),
-               stats.bca_interval(d, stats.bootstrap_means(d, np.random.default_rng(0)))):
+    for iv in (
+        stats.t_interval(d),
+        stats.percentile_interval(d, stats.bootstrap_means(d, np.random.default_rng(0))),
+        stats.bca_interval(d, stats.bootstrap_means(d, np.random.default_rng(0))),
+    ):
         assert (iv.low, iv.high, iv.p_value, iv.half_width) == (0.0, 0.0, 1.0, 0.0)
     res = stats.analyse(a, a, higher_is_better=True)
     assert res.verdict() == "indistinguishable"
@@ -160,8 +168,7 @@ def test_adjusted_p_can_only_make_a_verdict_more_cautious():
 def test_sweep_cv_leave_one_project_out_by_hand():
     """w=0 is perfect on project P, w=1 fair on Q. In sample w=0 wins (0.5 vs 0.4); held out,
     each project gets the weight the other project prefers, which scores 0 on it: CV = 0."""
-    scores = {0.0: {"q1": 1.0, "q2": 1.0, "q3": 0.0, "q4": 0.0},
-              1.0: {"q1": 0.0, "q2": 0.0, "q3": 0.8, "q4": 0.8}}
+    scores = {0.0: {"q1": 1.0, "q2": 1.0, "q3": 0.0, "q4": 0.0}, 1.0: {"q1": 0.0, "q2": 0.0, "q3": 0.8, "q4": 0.8}}
     projects = {"q1": "P", "q2": "P", "q3": "Q", "q4": "Q"}
     res = cross_validate(scores, projects, "recall_at_24", True)
     assert (res.best_weight, res.in_sample, res.cv_estimate) == (0.0, 0.5, 0.0)

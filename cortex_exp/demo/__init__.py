@@ -1,6 +1,6 @@
 """The embedded demo data: a deterministic knowledge base for coding agents and its serve log.
 
-`generate(out_dir)` writes `corpus.jsonl` and `serves.jsonl` (formats: CONTRACT §3). Pure
+`generate(out_dir)` writes `corpus.jsonl` and `serves.jsonl` (formats: docs/interface.md §3). Pure
 standard library; the same seed and the same `now` give byte-identical files.
 
 The data follow a hidden relevance model, so that the benchmark rows have something real to

@@ -54,7 +54,7 @@ class _Slate:
 
 
 def simulate(rng: random.Random, world: World, now: datetime) -> list[dict]:
-    """The serve rows (CONTRACT §3), oldest first, numbered `srv-00001-<digest>` on."""
+    """The serve rows (docs/interface.md §3), oldest first, numbered `srv-00001-<digest>` on."""
     by_theme: dict[str, list[int]] = {}
     for tix, t in enumerate(world.topics):
         by_theme.setdefault(t.theme, []).append(tix)

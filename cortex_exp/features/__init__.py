@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .counts import Counts
-from .table import LearnedFeatures
-from .view import FeatureView
+from cortex_exp.features.counts import Counts
+from cortex_exp.features.learned import LearnedFeatures
+from cortex_exp.features.view import FeatureView
 
 if TYPE_CHECKING:
-    from ..corpus import Corpus
-    from ..rows import FeatureParams
-    from ..servelog import Serve
+    from cortex_exp.data.corpus import Corpus
+    from cortex_exp.data.servelog import Serve
+    from cortex_exp.settings import FeatureParams
 
 __all__ = ["Counts", "FeatureView", "LearnedFeatures", "learn_features"]
 

@@ -3,8 +3,9 @@
 1. Normalize: the base scores are min-max scaled to 0..1 per query (the best document gets 1,
    the last 0; when all scores are equal, all get 1), whatever the retriever's scale.
 2. Graph hop (rows with `graph`): neighbours of the first `seeds` documents (always-served
-   documents skipped: they have no edges) get a hop score (see `hop.py`). A document returned only by the hop gets its hop score; a document the
-   retriever also returned keeps max(own normalized score, hop score).
+   documents skipped: they have no edges) get a hop score (see `hop.py`). A document returned
+   only by the hop gets its hop score; a document the retriever also returned keeps
+   max(own normalized score, hop score).
 3. Boosts (rows with `boosts`): every candidate (retrieved or hopped) gets
    `boost * prior` added (see `boosts.py`). A document outside both lists is never added by
    a boost. Documents that the features do not know get no hop and a boost of 0.
@@ -22,9 +23,9 @@ from itertools import islice
 
 import numpy as np
 
-from ..retrievers.base import EMPTY, Ranking, sort_pairs
-from .boosts import boost_values
-from .hop import hop_scores
+from cortex_exp.features.boosts import boost_values
+from cortex_exp.features.hop import hop_scores
+from cortex_exp.retrievers.base import EMPTY, Ranking, sort_pairs
 
 
 def normalized(scores: Sequence[float]) -> np.ndarray:
@@ -53,10 +54,19 @@ def rerank_one(row, ranking: Ranking, features, held_out, params, k: int) -> Ran
     scores = dict(zip(ranking.doc_ids, normalized(ranking.scores).tolist()))
     if row.graph:
         graph = held_out if row.honest == "full" else features
-        seeds = list(islice(((index[d], scores[d]) for d in ranking.doc_ids
-                             if d in index and d not in features.always), params.seeds))
-        hops = hop_scores(graph, np.array([i for i, _ in seeds], dtype=np.int64),
-                          np.array([s for _, s in seeds]), params.hop, params.fanout)
+        seeds = list(
+            islice(
+                ((index[d], scores[d]) for d in ranking.doc_ids if d in index and d not in features.always),
+                params.seeds,
+            )
+        )
+        hops = hop_scores(
+            graph,
+            np.array([i for i, _ in seeds], dtype=np.int64),
+            np.array([s for _, s in seeds]),
+            params.hop,
+            params.fanout,
+        )
         for j, s in hops.items():
             doc = features.ids[j]
             if s > scores.get(doc, -np.inf):

@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 if TYPE_CHECKING:
-    from ..servelog import Serve
+    from cortex_exp.data.servelog import Serve
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 
@@ -63,8 +63,7 @@ def contribution(serve: Serve, index: dict[str, int], always: frozenset[str]) ->
     help_keys = (h[:, None] * n + h[None, :])[h[:, None] != h[None, :]]
     serve_keys = (_sorted(served - helped)[:, None] * n + h[None, :]).ravel()
     judged = _sorted(helped | bad)
-    return Contribution(h, _sorted(bad - helped), help_keys, serve_keys, judged,
-                        np.isin(judged, h).astype(np.int64))
+    return Contribution(h, _sorted(bad - helped), help_keys, serve_keys, judged, np.isin(judged, h).astype(np.int64))
 
 
 def _sorted(xs: set[int]) -> np.ndarray:
@@ -93,17 +92,28 @@ class Counts:
     @classmethod
     def of(cls, contribs: Iterable[Contribution], n: int) -> Counts:
         contribs = list(contribs)
-        return cls(_counts([c.helped for c in contribs], n), _counts([c.bad for c in contribs], n),
-                   _pairs_matrix([c.help_keys for c in contribs], n),
-                   _pairs_matrix([c.serve_keys for c in contribs], n))
+        return cls(
+            _counts([c.helped for c in contribs], n),
+            _counts([c.bad for c in contribs], n),
+            _pairs_matrix([c.help_keys for c in contribs], n),
+            _pairs_matrix([c.serve_keys for c in contribs], n),
+        )
 
     def __add__(self, other: Counts) -> Counts:
-        return Counts(self.helped + other.helped, self.bad + other.bad,
-                      canonical_csr(self.co_help + other.co_help), canonical_csr(self.co_serve + other.co_serve))
+        return Counts(
+            self.helped + other.helped,
+            self.bad + other.bad,
+            canonical_csr(self.co_help + other.co_help),
+            canonical_csr(self.co_serve + other.co_serve),
+        )
 
     def __sub__(self, other: Counts) -> Counts:
-        return Counts(self.helped - other.helped, self.bad - other.bad,
-                      canonical_csr(self.co_help - other.co_help), canonical_csr(self.co_serve - other.co_serve))
+        return Counts(
+            self.helped - other.helped,
+            self.bad - other.bad,
+            canonical_csr(self.co_help - other.co_help),
+            canonical_csr(self.co_serve - other.co_serve),
+        )
 
 
 def canonical_csr(m: sp.csr_matrix) -> sp.csr_matrix:

@@ -13,8 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 
-def hop_scores(source, seed_idx: np.ndarray, seed_scores: np.ndarray, hop: float,
-               fanout: int) -> dict[int, float]:
+def hop_scores(source, seed_idx: np.ndarray, seed_scores: np.ndarray, hop: float, fanout: int) -> dict[int, float]:
     """{document index: hop score} of the neighbours of the seeds (document indices, scores).
 
     `source` answers `edges_from(rows) -> (which row, target, weight)`: the full features or

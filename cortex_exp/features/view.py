@@ -15,22 +15,33 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
-from .counts import Counts, weight
-
-if TYPE_CHECKING:
-    from .table import LearnedFeatures
+from cortex_exp.features.counts import Contribution, Counts, weight
 
 _NONE = np.zeros(0, dtype=np.int64)
+
+
+class Learned(Protocol):
+    """What a view reads of the full features (`learned.LearnedFeatures`, which makes views:
+    this protocol keeps the two modules from importing each other)."""
+
+    ids: list[str]
+    contribs: dict[str, Contribution]
+    counts: Counts
+
+    @property
+    def edges(self) -> Any: ...
+
+    def helped_bad(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 class HeldOut:
     """One view per set of serve ids (unknown ids are ignored)."""
 
-    def __init__(self, base: LearnedFeatures, serve_id_sets: Iterable[Iterable[str]]):
+    def __init__(self, base: Learned, serve_id_sets: Iterable[Iterable[str]]):
         self.base = base
         self.removed = [[s for s in dict.fromkeys(ids) if s in base.contribs] for ids in serve_id_sets]
         self.nonempty = [bool(ids) for ids in self.removed]

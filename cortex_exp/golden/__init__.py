@@ -1,5 +1,5 @@
 """Golden sets: built from the serve log's verdicts, or imported from a BEIR collection."""
 
-from .store import GoldenSet, Judgment, Query, load_golden, write_golden
+from cortex_exp.golden.store import GoldenSet, Judgment, Query, load_golden, write_golden
 
 __all__ = ["GoldenSet", "Judgment", "Query", "load_golden", "write_golden"]

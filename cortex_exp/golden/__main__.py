@@ -1,4 +1,4 @@
-"""`python -m cortex_exp.golden build | rebuild | import-beir` (CONTRACT §1)."""
+"""`python -m cortex_exp.golden build | rebuild | import-beir` (docs/interface.md §1)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..cli_errors import run_cli
-from .build import build_from_files, rebuild
-from .beir import import_beir
+from cortex_exp.errors import run_cli
+from cortex_exp.golden.beir import import_beir
+from cortex_exp.golden.build import build_from_files, rebuild
 
 
 def parser() -> argparse.ArgumentParser:
@@ -29,11 +29,13 @@ def parser() -> argparse.ArgumentParser:
 def summary(golden) -> str:
     m = golden.manifest
     c, f = m["counts"], m["filters"]
-    lines = [f"golden set {golden.path}  golden_id {golden.golden_id}",
-             f"  queries {c['queries']}  projects {c['projects']}  positives {c['positives']}  "
-             f"noise {c['noise']} (of which wrong {c['wrong']})",
-             "  filters: " + "  ".join(f"{k} {v}" for k, v in f.items()),
-             f"  corpus {m['corpus_size']} documents, fingerprint {m['corpus_fingerprint'][:16]}…"]
+    lines = [
+        f"golden set {golden.path}  golden_id {golden.golden_id}",
+        f"  queries {c['queries']}  projects {c['projects']}  positives {c['positives']}  "
+        f"noise {c['noise']} (of which wrong {c['wrong']})",
+        "  filters: " + "  ".join(f"{k} {v}" for k, v in f.items()),
+        f"  corpus {m['corpus_size']} documents, fingerprint {m['corpus_fingerprint'][:16]}…",
+    ]
     return "\n".join(lines)
 
 

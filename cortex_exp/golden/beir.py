@@ -9,12 +9,12 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from ..corpus import Corpus, Document, write_corpus
-from ..errors import InputError
-from ..jsonl import Problems, check_field, iter_jsonl
-from .builder import FILTERS, make_manifest
-from .store import GoldenSet, Judgment, Query, check_out_dir, write_golden
-from .sources import describe_inputs
+from cortex_exp.data.corpus import Corpus, Document, write_corpus
+from cortex_exp.data.jsonl import Problems, check_field, iter_jsonl
+from cortex_exp.errors import InputError
+from cortex_exp.golden.filters import FILTERS
+from cortex_exp.golden.manifest import describe_inputs, make_manifest
+from cortex_exp.golden.store import GoldenSet, Judgment, Query, check_out_dir, write_golden
 
 
 def find_qrels(beir_dir: Path) -> Path:
@@ -96,11 +96,20 @@ def import_beir(beir_dir: Path, out_dir: Path, now: datetime | None = None) -> G
         judgments += [Judgment(qid, d, lab) for d, lab in sorted(labels[qid].items())]
     if not queries:
         raise InputError(f"{beir_dir}: no query with a positive judgment; filter counts: {filters}")
-    counts = {"queries": len(queries), "projects": len({q.project for q in queries if q.project}),
-              "positives": sum(j.label == "positive" for j in judgments),
-              "noise": sum(j.label == "noise" for j in judgments), "wrong": 0, "serves": 0}
-    source = {"kind": "beir", **describe_inputs(beir_dir=beir_dir, corpus=beir_dir / "corpus.jsonl",
-                                                queries=beir_dir / "queries.jsonl", qrels=qrels_path)}
+    counts = {
+        "queries": len(queries),
+        "projects": len({q.project for q in queries if q.project}),
+        "positives": sum(j.label == "positive" for j in judgments),
+        "noise": sum(j.label == "noise" for j in judgments),
+        "wrong": 0,
+        "serves": 0,
+    }
+    source = {
+        "kind": "beir",
+        **describe_inputs(
+            beir_dir=beir_dir, corpus=beir_dir / "corpus.jsonl", queries=beir_dir / "queries.jsonl", qrels=qrels_path
+        ),
+    }
     manifest = make_manifest(corpus, counts, filters, source, now)
     golden = GoldenSet(queries, judgments, manifest, dict(corpus.hashes))
     write_golden(golden, out_dir, inputs, extra_outputs=("corpus.jsonl",))

@@ -5,17 +5,16 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from ..corpus import load_corpus
-from ..servelog import load_serves
-from .builder import build_golden
-from .sources import describe_inputs, source_path
-from .store import GoldenSet, load_golden, rebuild_command, write_golden  # noqa: F401 (re-export)
+from cortex_exp.data.corpus import load_corpus
+from cortex_exp.data.servelog import load_serves
+from cortex_exp.golden.filters import build_golden
+from cortex_exp.golden.manifest import describe_inputs, source_path
+from cortex_exp.golden.store import GoldenSet, load_golden, write_golden
 
 
-def build_from_files(corpus_path: Path, serves_path: Path, out_dir: Path,
-                     now: datetime | None = None) -> GoldenSet:
+def build_from_files(corpus_path: Path, serves_path: Path, out_dir: Path, now: datetime | None = None) -> GoldenSet:
     """Validate both inputs fully before anything is written."""
-    from .store import check_out_dir
+    from cortex_exp.golden.store import check_out_dir
 
     check_out_dir(out_dir, (corpus_path, serves_path))
     corpus = load_corpus(corpus_path)
@@ -28,11 +27,12 @@ def build_from_files(corpus_path: Path, serves_path: Path, out_dir: Path,
 
 def rebuild(golden_dir: Path, now: datetime | None = None) -> GoldenSet:
     """Rebuild in place from the inputs the manifest names (part of every reindex)."""
-    from .beir import import_beir
+    from cortex_exp.golden.beir import import_beir
 
     golden_dir = Path(golden_dir)
     manifest = load_golden(golden_dir).manifest
     if manifest.get("source", {}).get("kind") == "beir":
         return import_beir(source_path(manifest, "beir_dir", golden_dir), golden_dir, now=now)
-    return build_from_files(source_path(manifest, "corpus", golden_dir),
-                            source_path(manifest, "serves", golden_dir), golden_dir, now=now)
+    return build_from_files(
+        source_path(manifest, "corpus", golden_dir), source_path(manifest, "serves", golden_dir), golden_dir, now=now
+    )

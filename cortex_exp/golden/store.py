@@ -1,4 +1,4 @@
-"""A golden-set folder on disk (CONTRACT §3): queries, judgments, manifest, corpus hashes.
+"""A golden-set folder on disk (docs/interface.md §3): queries, judgments, manifest, corpus hashes.
 
 `golden_id` is a digest of the queries and judgments only, so the same content gives the
 same id wherever the folder lies and whenever it was built.
@@ -12,15 +12,17 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError
-from ..jsonl import Problems, check_field, iter_jsonl, write_jsonl
+from cortex_exp.data.jsonl import Problems, check_field, iter_jsonl, write_jsonl
+from cortex_exp.errors import InputError
 
 QUERIES = "queries.jsonl"
 JUDGMENTS = "judgments.jsonl"
 MANIFEST = "manifest.json"
 CORPUS_HASHES = "corpus_hashes.json"
-KNOWN_BIAS = ("Only documents that were served have a label: a relevant document the system "
-              "never served counts as not found, so recall is measured against what was served.")
+KNOWN_BIAS = (
+    "Only documents that were served have a label: a relevant document the system "
+    "never served counts as not found, so recall is measured against what was served."
+)
 
 
 @dataclass(frozen=True)
@@ -91,8 +93,10 @@ def check_out_dir(out_dir: Path, inputs=(), extra_outputs=()) -> None:
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"--out {out_dir}: exists and is not a folder")
     if out_dir.is_dir() and not (out_dir / MANIFEST).exists() and any(out_dir.iterdir()):
-        raise InputError(f"--out {out_dir}: exists, is not empty and is not a golden-set folder; "
-                         "refusing to write into it (choose a new or empty folder)")
+        raise InputError(
+            f"--out {out_dir}: exists, is not empty and is not a golden-set folder; "
+            "refusing to write into it (choose a new or empty folder)"
+        )
     outputs = {(out_dir / name).resolve() for name in (*GOLDEN_FILES, *extra_outputs)}
     for path in inputs:
         if Path(path).resolve() in outputs:
@@ -133,8 +137,10 @@ def load_golden(folder: Path) -> GoldenSet:
     """Load a golden-set folder; raise `InputError` naming the file and line of any problem."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise InputError(f"{folder}: golden-set folder not found (build one with "
-                         f"`python -m cortex_exp.golden build --corpus C --serves S --out {folder}`)")
+        raise InputError(
+            f"{folder}: golden-set folder not found (build one with "
+            f"`python -m cortex_exp.golden build --corpus C --serves S --out {folder}`)"
+        )
     manifest_path = folder / MANIFEST
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))

@@ -1,21 +1,34 @@
 """The retriever interface every side implements: lexical, dense, and their fusion.
 
-Contract of `Index.search` (tests/test_retriever_contract.py checks it for every component):
-one ranking per query, in query order; at most k documents; scores descending, ties broken
-by document id; only documents the component actually found (score > 0 for lexical sides);
-the same output on a rerun. A broken component raises `ComponentError`: it never returns
-empty lists in place of an error.
+A retriever is a value: its parameters only, checked when it is built; `index(corpus)` does
+the work and returns an `Index`. Contract of `Index.search` (tests/test_retriever_contract.py
+checks it for every component; `python -m cortex_exp.check_retriever` for yours): one ranking
+per query, in query order; at most k documents; scores descending, ties broken by document id;
+only documents the component actually found; the same output on a rerun. A broken component
+raises `ComponentError`: it never returns empty lists in place of an error.
+
+What a run logs as a retriever's parameters is read back from the object built
+(`parameters`), never from the config it was built from.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..corpus import Corpus
+from cortex_exp.data.corpus import Corpus
+
+# dataclass field metadata of a retriever parameter that changes how it runs, never what it
+# ranks (a batch size, a timeout): the parameter-effect test holds it to that
+OPERATIONAL = {"operational": True}
+# dataclass field metadata of a value injected by the runner or a test (a cache folder, an
+# encoder object): not a parameter, not configurable, not logged
+INJECTED = {"injected": True}
 
 
 class Ranking(NamedTuple):
@@ -31,8 +44,7 @@ class Ranking(NamedTuple):
 EMPTY = Ranking((), ())
 
 
-def ranking_from_scores(doc_ids: Sequence[str], scores: np.ndarray, k: int, *,
-                        positive_only: bool = True) -> Ranking:
+def ranking_from_scores(doc_ids: Sequence[str], scores: np.ndarray, k: int, *, positive_only: bool = True) -> Ranking:
     """Top k of `scores` (aligned with `doc_ids`), ties broken by document id."""
     scores = np.asarray(scores, dtype=np.float64)
     idx = np.flatnonzero(scores > 0) if positive_only else np.arange(len(scores))
@@ -70,3 +82,42 @@ class Retriever(ABC):
     @abstractmethod
     def index(self, corpus: Corpus) -> Index:
         """Fit to `corpus`."""
+
+
+def parameters(obj: Any) -> dict[str, Any]:
+    """The parameters `obj` was built with, read back from the object itself.
+
+    A dataclass: its init fields, except `INJECTED` ones. Another object: `obj.params()` when
+    it defines it, else each constructor parameter read as the attribute of the same name;
+    one it does not keep is an error (its logged value could not be the value that ran)."""
+    if dataclasses.is_dataclass(obj):
+        return {
+            f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.init and not f.metadata.get("injected")
+        }
+    if callable(getattr(obj, "params", None)):
+        return dict(obj.params())
+    names = [
+        p.name
+        for p in inspect.signature(type(obj)).parameters.values()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+    missing = [n for n in names if not hasattr(obj, n)]
+    if missing:
+        raise TypeError(
+            f"{type(obj).__name__} does not keep its parameter(s) {', '.join(missing)} as attributes "
+            "of the same name; keep them (self.x = x) or define params(), so that what is logged "
+            "is what ran"
+        )
+    return {n: getattr(obj, n) for n in names}
+
+
+def operational(obj: Any) -> set[str]:
+    """Names of the parameters of `obj` that change how it runs, not what it ranks."""
+    if dataclasses.is_dataclass(obj):
+        return {f.name for f in dataclasses.fields(obj) if f.metadata.get("operational")}
+    return set(getattr(obj, "operational_params", ()))
+
+
+def target_of(obj: Any) -> str:
+    """`package.module.Class` of a built object: the `_target_` that builds it again."""
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"

@@ -1,4 +1,10 @@
-"""`bm25_v1`: the legacy lexical side — rank-bm25's BM25Okapi over lower-cased white-space tokens."""
+"""`bm25_v1`: the legacy lexical side — rank-bm25's BM25Okapi over lower-cased white-space tokens.
+
+BM25Okapi scores a document d for query terms q as
+    sum over q of idf(q) * tf(q, d) * (k1 + 1) / (tf(q, d) + k1 * (1 - b + b * |d| / avgdl))
+with idf(q) = ln((N - n(q) + 0.5) / (n(q) + 0.5)); an idf below `epsilon` times the mean idf
+is raised to that floor (rank-bm25's guard against negative idf for very common terms).
+"""
 
 from __future__ import annotations
 
@@ -6,11 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from rank_bm25 import BM25Okapi
 
-from ..corpus import Corpus
-from .base import Index, Ranking, Retriever, ranking_from_scores
-from .tokenize import whitespace
+from cortex_exp.data.corpus import Corpus
+from cortex_exp.retrievers.base import Index, Ranking, Retriever, ranking_from_scores
+from cortex_exp.retrievers.tokenize import whitespace
+from cortex_exp.settings import check, is_number
 
 
 @dataclass(frozen=True)
@@ -20,6 +26,19 @@ class Bm25V1(Retriever):
     epsilon: float = 0.25
     component = "lexical"
 
+    def __post_init__(self):
+        check(
+            [
+                ("k1", is_number(self.k1) and self.k1 >= 0, f"a finite number >= 0, got {self.k1!r}"),
+                ("b", is_number(self.b) and 0 <= self.b <= 1, f"a number in 0..1, got {self.b!r}"),
+                (
+                    "epsilon",
+                    is_number(self.epsilon) and self.epsilon >= 0,
+                    f"a finite number >= 0, got {self.epsilon!r}",
+                ),
+            ]
+        )
+
     def index(self, corpus: Corpus) -> Index:
         return _Bm25V1Index(self, corpus)
 
@@ -28,6 +47,8 @@ class _Bm25V1Index(Index):
     component = "lexical"
 
     def __init__(self, spec: Bm25V1, corpus: Corpus):
+        from rank_bm25 import BM25Okapi
+
         self.ids = [d.id for d in corpus.docs]
         # rank_bm25 divides by the average document length: keep empty documents one token long
         tokens = [whitespace(d.content) or [""] for d in corpus.docs]

@@ -1,6 +1,7 @@
 """`bm25_v2`: the upgrade — bm25s with the identifier-aware tokenizer and a weighted title.
 
-The title counts `title_weight` times (its tokens are repeated), the body once.
+The title counts `title_weight` times (its tokens are repeated), the body once. `method` is
+bm25s's BM25 variant: `lucene` (the default, Lucene's idf), `robertson` or `atire`.
 """
 
 from __future__ import annotations
@@ -8,12 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import bm25s
 import numpy as np
 
-from ..corpus import Corpus
-from .base import EMPTY, Index, Ranking, Retriever, ranking_from_scores
-from .tokenize import identifier_aware
+from cortex_exp.data.corpus import Corpus
+from cortex_exp.retrievers.base import EMPTY, Index, Ranking, Retriever, ranking_from_scores
+from cortex_exp.retrievers.tokenize import identifier_aware
+from cortex_exp.settings import check, is_int, is_number
+
+METHODS = ("lucene", "robertson", "atire")  # bm25s variants whose every parameter is k1 and b
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,20 @@ class Bm25V2(Retriever):
     title_weight: int = 2
     component = "lexical"
 
+    def __post_init__(self):
+        check(
+            [
+                ("k1", is_number(self.k1) and self.k1 >= 0, f"a finite number >= 0, got {self.k1!r}"),
+                ("b", is_number(self.b) and 0 <= self.b <= 1, f"a number in 0..1, got {self.b!r}"),
+                ("method", self.method in METHODS, f"one of {' | '.join(METHODS)}, got {self.method!r}"),
+                (
+                    "title_weight",
+                    is_int(self.title_weight) and self.title_weight >= 0,
+                    f"a whole number >= 0, got {self.title_weight!r}",
+                ),
+            ]
+        )
+
     def index(self, corpus: Corpus) -> Index:
         return _Bm25V2Index(self, corpus)
 
@@ -32,9 +49,10 @@ class _Bm25V2Index(Index):
     component = "lexical"
 
     def __init__(self, spec: Bm25V2, corpus: Corpus):
+        import bm25s
+
         self.ids = [d.id for d in corpus.docs]
-        docs_tokens = [identifier_aware(d.title) * spec.title_weight + identifier_aware(d.text)
-                       for d in corpus.docs]
+        docs_tokens = [identifier_aware(d.title) * spec.title_weight + identifier_aware(d.text) for d in corpus.docs]
         # map tokens to ids ourselves so that query terms unknown to the corpus are dropped
         self.vocab: dict[str, int] = {}
         ids = [[self.vocab.setdefault(t, len(self.vocab)) for t in toks] for toks in docs_tokens]

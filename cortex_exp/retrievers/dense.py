@@ -18,31 +18,65 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from ..corpus import Corpus
-from ..errors import ComponentError
-from .base import EMPTY, Index, Ranking, Retriever, ranking_from_scores, sort_pairs
-from .embed_cache import CachedEncoder, EmbeddingCache
-from .encoders import LOCAL_MODEL, EndpointEncoder, Encoder, LocalEncoder
+from cortex_exp.data.corpus import Corpus
+from cortex_exp.errors import ComponentError
+from cortex_exp.retrievers.base import (
+    EMPTY,
+    INJECTED,
+    OPERATIONAL,
+    Index,
+    Ranking,
+    Retriever,
+    ranking_from_scores,
+    sort_pairs,
+)
+from cortex_exp.retrievers.embed_cache import CachedEncoder, EmbeddingCache
+from cortex_exp.retrievers.encoders import LOCAL_MODEL, Encoder, EndpointEncoder, LocalEncoder
+from cortex_exp.settings import check, is_int, is_number
 
 
 @dataclass(frozen=True)
 class Dense(Retriever):
-    """The dense side. `endpoint` None: the packaged local model; else an OpenAI-compatible
-    embedding server at that URL serving `model`. `cache_dir` None: `.cache/embeddings` under
-    the current directory.
+    """The dense side. `endpoint` None: the packaged local model (`model` names it); else an
+    OpenAI-compatible embedding server at that URL, sent `model` as the model name.
 
-    `encoder` injects an `Encoder` (tests use a fake one); it is left out of the value's
-    equality and repr, so it must carry `model_id == model` (`Dense.using` sees to that).
+    Injected, not parameters: `cache_dir` (the run's cache folder; None: `.cache/embeddings`
+    under the working directory), `encoder` (an `Encoder` object; tests use a fake one — left
+    out of the value's equality and repr, so it must carry `model_id == model`, which
+    `Dense.using` sees to) and `show_progress`.
     """
 
     model: str = LOCAL_MODEL
     endpoint: str | None = None
-    batch_size: int = 64
-    cache_dir: str | None = None
-    timeout: float = 30.0
-    show_progress: bool = field(default=True, compare=False, repr=False)
-    encoder: Encoder | None = field(default=None, compare=False, repr=False)
+    batch_size: int = field(default=64, metadata=OPERATIONAL)
+    timeout_s: float = field(default=30.0, metadata=OPERATIONAL)
+    cache_dir: str | None = field(default=None, metadata=INJECTED)
+    show_progress: bool = field(default=True, compare=False, repr=False, metadata=INJECTED)
+    encoder: Encoder | None = field(default=None, compare=False, repr=False, metadata=INJECTED)
     component = "dense"
+
+    def __post_init__(self):
+        check(
+            [
+                ("model", isinstance(self.model, str) and self.model != "", "a model name"),
+                (
+                    "endpoint",
+                    self.endpoint is None
+                    or (isinstance(self.endpoint, str) and self.endpoint.startswith(("http://", "https://"))),
+                    f"null or an http(s):// URL, got {self.endpoint!r}",
+                ),
+                (
+                    "batch_size",
+                    is_int(self.batch_size) and self.batch_size >= 1,
+                    f"a positive integer, got {self.batch_size!r}",
+                ),
+                (
+                    "timeout_s",
+                    is_number(self.timeout_s) and self.timeout_s > 0,
+                    f"a finite number of seconds > 0, got {self.timeout_s!r}",
+                ),
+            ]
+        )
 
     @classmethod
     def using(cls, encoder: Encoder, **params) -> Dense:
@@ -51,11 +85,13 @@ class Dense(Retriever):
     def make_encoder(self) -> Encoder:
         if self.encoder is not None:
             if self.encoder.model_id != self.model:
-                raise ValueError(f"injected encoder has model_id {self.encoder.model_id!r}, "
-                                 f"but Dense.model is {self.model!r}; use Dense.using(encoder)")
+                raise ValueError(
+                    f"injected encoder has model_id {self.encoder.model_id!r}, "
+                    f"but Dense.model is {self.model!r}; use Dense.using(encoder)"
+                )
             return self.encoder
         if self.endpoint:
-            return EndpointEncoder(self.endpoint, self.model, self.timeout, self.batch_size)
+            return EndpointEncoder(self.endpoint, self.model, self.timeout_s, self.batch_size)
         return LocalEncoder(self.model, self.batch_size, self.show_progress)
 
     def cached_encoder(self) -> CachedEncoder:
@@ -64,8 +100,7 @@ class Dense(Retriever):
         return CachedEncoder(encoder, EmbeddingCache(root, encoder.model_id))
 
     def index(self, corpus: Corpus) -> Index:
-        return DenseIndex([d.id for d in corpus.docs], [d.content for d in corpus.docs],
-                          self.cached_encoder())
+        return DenseIndex([d.id for d in corpus.docs], [d.content for d in corpus.docs], self.cached_encoder())
 
 
 class DenseIndex(Index):
@@ -90,8 +125,9 @@ class DenseIndex(Index):
             return [EMPTY for _ in queries]
         vectors = self.embedder.encode(list(queries))
         if vectors.shape != (len(queries), self.faiss.d):
-            raise ComponentError("dense", f"query vectors have shape {vectors.shape}, "
-                                          f"expected ({len(queries)}, {self.faiss.d})")
+            raise ComponentError(
+                "dense", f"query vectors have shape {vectors.shape}, expected ({len(queries)}, {self.faiss.d})"
+            )
         return self._top(np.ascontiguousarray(vectors), min(k, len(self.ids)))
 
     def _top(self, vectors: np.ndarray, k: int) -> list[Ranking]:

@@ -25,15 +25,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ComponentError
-from .encoders import Encoder
+from cortex_exp.errors import ComponentError
+from cortex_exp.retrievers.encoders import Encoder
 
 DEFAULT_DIR = Path(".cache") / "embeddings"
 COMPACT_ABOVE = 64  # shards per model folder before `put` merges them
 
 
 def text_key(model_id: str, text: str) -> bytes:
-    return hashlib.sha256(f"{model_id}\x1f{text}".encode("utf-8")).digest()
+    return hashlib.sha256(f"{model_id}\x1f{text}".encode()).digest()
 
 
 def default_root() -> Path:
@@ -45,8 +45,10 @@ class EmbeddingCache:
 
     def __init__(self, root: Path | str | None, model_id: str):
         self.model_id = model_id
-        self.dir = Path(root if root is not None else default_root()) / hashlib.sha256(
-            model_id.encode("utf-8")).hexdigest()[:16]
+        self.dir = (
+            Path(root if root is not None else default_root())
+            / hashlib.sha256(model_id.encode("utf-8")).hexdigest()[:16]
+        )
         self._rows: dict[bytes, np.ndarray] = {}
         self._seen: set[str] = set()
 
@@ -70,16 +72,17 @@ class EmbeddingCache:
         except FileNotFoundError:
             return  # merged away by another process's compaction; its rows are in the new shard
         except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
-            print(f"WARNING: embedding cache shard {path} unreadable ({exc}); "
-                  "its texts will be encoded again", file=sys.stderr)
+            print(
+                f"WARNING: embedding cache shard {path} unreadable ({exc}); its texts will be encoded again",
+                file=sys.stderr,
+            )
             return
-        if (keys.dtype != np.uint8 or keys.shape[1:] != (32,) or vectors.ndim != 2
-                or len(keys) != len(vectors)):
+        if keys.dtype != np.uint8 or keys.shape[1:] != (32,) or vectors.ndim != 2 or len(keys) != len(vectors):
             print(f"WARNING: embedding cache shard {path} malformed; ignored", file=sys.stderr)
             return
         raw = keys.tobytes()
         for i, row in enumerate(vectors.astype(np.float32, copy=False)):
-            self._rows[raw[32 * i:32 * i + 32]] = row
+            self._rows[raw[32 * i : 32 * i + 32]] = row
 
     def get(self, keys: list[bytes]) -> list[np.ndarray | None]:
         self.refresh()
@@ -161,8 +164,9 @@ class CachedEncoder:
     def _encode_checked(self, texts: list[str]) -> np.ndarray:
         vectors = np.asarray(self.encoder.encode(texts), dtype=np.float32)
         if vectors.ndim != 2 or len(vectors) != len(texts):
-            raise ComponentError("dense", f"encoder {self.encoder!r} returned shape {vectors.shape} "
-                                          f"for {len(texts)} texts")
+            raise ComponentError(
+                "dense", f"encoder {self.encoder!r} returned shape {vectors.shape} for {len(texts)} texts"
+            )
         return vectors
 
     def _stack(self, rows: list[np.ndarray]) -> np.ndarray:
@@ -170,6 +174,9 @@ class CachedEncoder:
             return np.zeros((0, self.encoder.dim), dtype=np.float32)
         dims = {len(r) for r in rows}
         if len(dims) != 1:
-            raise ComponentError("dense", f"cached and fresh vectors of {self.encoder.model_id!r} differ "
-                                          f"in length {sorted(dims)}; clear {self.cache.dir}")
+            raise ComponentError(
+                "dense",
+                f"cached and fresh vectors of {self.encoder.model_id!r} differ "
+                f"in length {sorted(dims)}; clear {self.cache.dir}",
+            )
         return np.stack(rows).astype(np.float32, copy=False)

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from ..errors import ComponentError
+from cortex_exp.errors import ComponentError
 
 LOCAL_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -94,8 +94,9 @@ class LocalEncoder(Encoder):
             try:
                 self._model = SentenceTransformer(self._path(), device="cpu")
             except (OSError, ValueError) as exc:
-                raise ComponentError("dense", f"cannot load the model {self.model_id!r} from "
-                                              f"{self._path()}: {exc}") from exc
+                raise ComponentError(
+                    "dense", f"cannot load the model {self.model_id!r} from {self._path()}: {exc}"
+                ) from exc
         return self._model
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -105,13 +106,18 @@ class LocalEncoder(Encoder):
         # longest first, as sentence-transformers does, so that batches pad little
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        with tqdm(total=len(texts), desc="dense: encoding", unit="text", file=sys.stderr,
-                  disable=not self.show_progress) as bar:
+        with tqdm(
+            total=len(texts), desc="dense: encoding", unit="text", file=sys.stderr, disable=not self.show_progress
+        ) as bar:
             for start in range(0, len(order), self.batch_size):
-                rows = order[start:start + self.batch_size]
-                out[rows] = model.encode([texts[i] for i in rows], batch_size=len(rows),
-                                         show_progress_bar=False, convert_to_numpy=True,
-                                         normalize_embeddings=True)
+                rows = order[start : start + self.batch_size]
+                out[rows] = model.encode(
+                    [texts[i] for i in rows],
+                    batch_size=len(rows),
+                    show_progress_bar=False,
+                    convert_to_numpy=True,
+                    normalize_embeddings=True,
+                )
                 bar.update(len(rows))
         return out
 
@@ -123,8 +129,7 @@ class EndpointEncoder(Encoder):
     from the first answer (or given) and every later answer must match it.
     """
 
-    def __init__(self, url: str, model: str, timeout: float = 30.0, batch_size: int = 64,
-                 dim: int | None = None):
+    def __init__(self, url: str, model: str, timeout: float = 30.0, batch_size: int = 64, dim: int | None = None):
         self.url = url.rstrip("/")
         self.endpoint = self.url + ("/embeddings" if self.url.endswith("/v1") else "/v1/embeddings")
         self.model = model
@@ -145,7 +150,7 @@ class EndpointEncoder(Encoder):
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
-        parts = [self._post(texts[i:i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        parts = [self._post(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
         return l2_normalize(np.concatenate(parts))
 
     def _fail(self, message: str) -> ComponentError:
@@ -153,8 +158,9 @@ class EndpointEncoder(Encoder):
 
     def _post(self, batch: list[str]) -> np.ndarray:
         body = json.dumps({"input": batch, "model": self.model}).encode("utf-8")
-        request = urllib.request.Request(self.endpoint, data=body, method="POST",
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            self.endpoint, data=body, method="POST", headers={"Content-Type": "application/json"}
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 raw = response.read()
@@ -165,7 +171,7 @@ class EndpointEncoder(Encoder):
             if isinstance(exc.reason, (TimeoutError, socket.timeout)):
                 raise self._fail(f"no answer within {self.timeout} s (timeout)") from exc
             raise self._fail(f"cannot connect ({exc.reason}); is the server running?") from exc
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:
             raise self._fail(f"no answer within {self.timeout} s (timeout)") from exc
         except (OSError, http.client.HTTPException) as exc:
             raise self._fail(f"connection failed ({exc!r})") from exc

@@ -21,11 +21,14 @@ except that ranx scores a side whose scores are all equal 0 where we give 1.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from ..errors import InputError
-from .base import Ranking
+from cortex_exp.retrievers.base import Ranking
+from cortex_exp.settings import SettingError, check, is_number
 
 METHODS = ("rrf", "weighted")
+RRF_K = 60.0  # the default rrf_k (Cormack et al. 2009)
+WEIGHT = 0.5  # the default dense share of `weighted`
 
 
 def _check_aligned(sides: Sequence[Sequence[Ranking]]) -> int:
@@ -41,7 +44,7 @@ def _rank(scored: dict[str, tuple[float, float]], k: int) -> Ranking:
     return Ranking(tuple(d for d, _ in items), tuple(float(s) for _, (s, _) in items))
 
 
-def rrf_scores(rankings: Sequence[Ranking], rrf_k: float = 60) -> dict[str, float]:
+def rrf_scores(rankings: Sequence[Ranking], rrf_k: float = RRF_K) -> dict[str, float]:
     """One query: doc -> sum of 1 / (rrf_k + rank) over the rankings that hold it."""
     scores: dict[str, float] = {}
     for ranking in rankings:
@@ -50,10 +53,9 @@ def rrf_scores(rankings: Sequence[Ranking], rrf_k: float = 60) -> dict[str, floa
     return scores
 
 
-def fuse_rrf(rankings_by_side: Sequence[Sequence[Ranking]], k: int, rrf_k: float = 60) -> list[Ranking]:
+def fuse_rrf(rankings_by_side: Sequence[Sequence[Ranking]], k: int, rrf_k: float = RRF_K) -> list[Ranking]:
     """Reciprocal rank fusion of any number of sides (each: one ranking per query)."""
-    if rrf_k < 0:
-        raise InputError(f"retriever.fusion.rrf_k must be >= 0, got {rrf_k}")
+    check([("rrf_k", is_number(rrf_k) and rrf_k >= 0, f"a finite number >= 0, got {rrf_k!r}")])
     n = _check_aligned(rankings_by_side)
     out = []
     for q in range(n):
@@ -83,24 +85,57 @@ def weighted_scores(lex: Ranking, dense: Ranking, weight: float) -> dict[str, tu
     return out
 
 
-def check_weight(weight: float) -> None:
-    if not 0.0 <= weight <= 1.0:
-        raise InputError(f"retriever.fusion.weight is the dense side's share and must lie in "
-                         f"[0, 1], got {weight}")
-
-
 def fuse_weighted(lex: Sequence[Ranking], dense: Sequence[Ranking], weight: float, k: int) -> list[Ranking]:
     """weight * dense + (1 - weight) * lexical, each min-max normalized per query (see module doc)."""
-    check_weight(weight)
+    check([("weight", is_number(weight) and 0 <= weight <= 1, f"the dense share, a number in 0..1, got {weight!r}")])
     n = _check_aligned([lex, dense])
     return [_rank(weighted_scores(lex[q], dense[q], weight), k) for q in range(n)]
 
 
-def fuse(method: str, lexical_rankings: Sequence[Ranking], dense_rankings: Sequence[Ranking],
-         weight: float, rrf_k: float, k: int) -> list[Ranking]:
-    """What a hybrid run computes from the two sides' (cached) rankings: `rrf` or `weighted`."""
-    if method == "rrf":
-        return fuse_rrf([lexical_rankings, dense_rankings], k, rrf_k)
-    if method == "weighted":
-        return fuse_weighted(lexical_rankings, dense_rankings, weight, k)
-    raise InputError(f"retriever.fusion.method must be one of {', '.join(METHODS)}, got {method!r}")
+@dataclass(frozen=True)
+class Fusion:
+    """`retriever.fusion.*`: how the rankings of several components become one per query.
+
+    `method` is `weighted` (the default: `weight` is the dense share, default 0.5; needs
+    components named `lexical` and `dense`) or `rrf` (`rrf_k`, default 60; any number of
+    components). A parameter of the other method is refused, never silently ignored: a value
+    of None means "this method's default" for its own parameter and "unused" for the other's,
+    so the object built (and logged) holds exactly the values that fuse.
+    """
+
+    method: str = "weighted"
+    weight: float | None = None
+    rrf_k: float | None = None
+
+    def __post_init__(self):
+        check([("method", self.method in METHODS, f"one of {' | '.join(METHODS)}, got {self.method!r}")])
+        mine, other = ("weight", "rrf_k") if self.method == "weighted" else ("rrf_k", "weight")
+        if getattr(self, other) is not None:
+            raise SettingError(
+                [
+                    f"{other}: applies to method={'rrf' if other == 'rrf_k' else 'weighted'} only "
+                    f"(method is {self.method}); leave it unset"
+                ]
+            )
+        if getattr(self, mine) is None:
+            object.__setattr__(self, mine, WEIGHT if mine == "weight" else RRF_K)
+        value = getattr(self, mine)
+        if mine == "weight":
+            check(
+                [("weight", is_number(value) and 0 <= value <= 1, f"the dense share, a number in 0..1, got {value!r}")]
+            )
+        else:
+            check([("rrf_k", is_number(value) and value >= 0, f"a finite number >= 0, got {value!r}")])
+
+    def fuse(self, rankings: dict[str, Sequence[Ranking]], k: int) -> list[Ranking]:
+        """One fused ranking per query from each component's rankings (aligned by query)."""
+        if self.method == "rrf":
+            return fuse_rrf(list(rankings.values()), k, self.rrf_k)
+        if set(rankings) != {"lexical", "dense"}:
+            raise SettingError(
+                [
+                    f"method: weighted fuses components named lexical and dense, got "
+                    f"{', '.join(rankings)}; use method=rrf for other components"
+                ]
+            )
+        return fuse_weighted(rankings["lexical"], rankings["dense"], self.weight, k)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import urllib.error
 import urllib.request
 import warnings
@@ -17,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
-from ..errors import ServiceUnreachable
+from cortex_exp.errors import ServiceUnreachable
 
 DEFAULT_URI = "sqlite:///mlflow.db"
 DEFAULT_ARTIFACTS = "mlruns"
@@ -41,7 +40,7 @@ def check_reachable(uri: str, timeout_s: float = 5.0) -> None:
         with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout_s) as resp:
             if resp.status != 200:
                 raise ServiceUnreachable(f"MLFLOW UNREACHABLE: {uri} (/health answered {resp.status})")
-    except (urllib.error.URLError, socket.timeout, ConnectionError, OSError) as exc:
+    except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as exc:
         raise ServiceUnreachable(f"MLFLOW UNREACHABLE: {uri} ({exc}); nothing was measured") from None
 
 
@@ -73,7 +72,7 @@ def ensure_experiment(uri: str, name: str) -> str:
 
 def _terminate(client, run_id: str, status: str) -> None:
     """End a run. MLflow writes "View run ... at: <url>" to stdout for server URIs: that link
-    goes to stderr, so that stdout keeps only tables and ids (CONTRACT §1)."""
+    goes to stderr, so that stdout keeps only tables and ids (docs/interface.md §1)."""
     import contextlib
     import sys
 
@@ -99,7 +98,7 @@ class RunLog:
 
         items = [Param(k, str(v)[:6000]) for k, v in params.items()]
         for i in range(0, len(items), 100):
-            self.client.log_batch(self.run_id, params=items[i:i + 100])
+            self.client.log_batch(self.run_id, params=items[i : i + 100])
 
     def log_metrics(self, metrics: dict[str, float]) -> None:
         import time
@@ -109,7 +108,7 @@ class RunLog:
         now = int(time.time() * 1000)
         items = [Metric(k, float(v), now, 0) for k, v in metrics.items()]
         for i in range(0, len(items), 500):
-            self.client.log_batch(self.run_id, metrics=items[i:i + 500])
+            self.client.log_batch(self.run_id, metrics=items[i : i + 500])
 
     def log_text(self, name: str, text: str) -> None:
         self.client.log_text(self.run_id, text, name)
@@ -138,8 +137,7 @@ class RunLog:
 
 
 @contextmanager
-def open_run(uri: str, experiment: str, name: str, tags: dict,
-             parent_run_id: str | None = None) -> Iterator[RunLog]:
+def open_run(uri: str, experiment: str, name: str, tags: dict, parent_run_id: str | None = None) -> Iterator[RunLog]:
     """An MLflow run that ends FAILED if the body raises, else with `log.status`."""
     client = _client(uri)
     exp_id = ensure_experiment(uri, experiment)
@@ -163,8 +161,9 @@ def attach(uri: str, run_id: str) -> RunLog:
 
 def start_parent(uri: str, experiment: str, name: str, tags: dict, params: dict | None = None) -> str:
     client = _client(uri)
-    run = client.create_run(ensure_experiment(uri, experiment), run_name=name,
-                            tags={k: str(v) for k, v in tags.items()})
+    run = client.create_run(
+        ensure_experiment(uri, experiment), run_name=name, tags={k: str(v) for k, v in tags.items()}
+    )
     if params:
         RunLog(client, run.info.run_id).log_params(params)
     return run.info.run_id
@@ -178,9 +177,20 @@ def child_runs(uri: str, parent_run_id: str) -> list[dict]:
     """Children of a parent run: run id, status, tags, params and metrics, oldest first."""
     client = _client(uri)
     parent = client.get_run(parent_run_id)
-    runs = client.search_runs([parent.info.experiment_id],
-                              filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
-                              max_results=5000, order_by=["attributes.start_time ASC"])
-    return [{"run_id": r.info.run_id, "status": r.info.status, "name": r.info.run_name,
-             "tags": dict(r.data.tags), "params": dict(r.data.params), "metrics": dict(r.data.metrics)}
-            for r in runs]
+    runs = client.search_runs(
+        [parent.info.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
+        max_results=5000,
+        order_by=["attributes.start_time ASC"],
+    )
+    return [
+        {
+            "run_id": r.info.run_id,
+            "status": r.info.status,
+            "name": r.info.run_name,
+            "tags": dict(r.data.tags),
+            "params": dict(r.data.params),
+            "metrics": dict(r.data.metrics),
+        }
+        for r in runs
+    ]

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from . import check_reachable
+from cortex_exp.errors import InputError
+from cortex_exp.tracking import check_reachable
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 DEFAULT_EXPERIMENT = "cortex_exp"
@@ -53,8 +53,10 @@ def connect(uri: str):
     if uri.startswith("sqlite:///"):
         db = Path(uri.removeprefix("sqlite:///"))
         if not db.is_file():
-            raise InputError(f"no MLflow store at {uri} (file {db} does not exist); pass "
-                             "--tracking-uri or set MLFLOW_TRACKING_URI to the store the runs were logged to")
+            raise InputError(
+                f"no MLflow store at {uri} (file {db} does not exist); pass "
+                "--tracking-uri or set MLFLOW_TRACKING_URI to the store the runs were logged to"
+            )
     from mlflow.tracking import MlflowClient
 
     return MlflowClient(tracking_uri=uri)
@@ -87,13 +89,18 @@ def find_run(client, selector: str, experiment: str | None = None):
         raise InputError(f"run selector {selector!r}: expected a run id, NAME or latest:NAME (no quotes)")
     for scope in _experiment_scopes(client, experiment):
         runs = client.search_runs(
-            scope, filter_string=f"attributes.run_name = '{name}' and attributes.status = 'FINISHED'",
-            max_results=1, order_by=["attributes.start_time DESC"])
+            scope,
+            filter_string=f"attributes.run_name = '{name}' and attributes.status = 'FINISHED'",
+            max_results=1,
+            order_by=["attributes.start_time DESC"],
+        )
         if runs:
             return runs[0]
     where = f" in experiment {experiment!r}" if experiment else ""
-    raise InputError(f"run selector {selector!r}: no FINISHED run named {name!r}{where}; "
-                     "pass a run id, or a run name such as core/bm25_v2 (see `mlflow ui`)")
+    raise InputError(
+        f"run selector {selector!r}: no FINISHED run named {name!r}{where}; "
+        "pass a run id, or a run name such as core/bm25_v2 (see `mlflow ui`)"
+    )
 
 
 def _read_artifact(client, run, path: str) -> str | None:
@@ -108,8 +115,10 @@ def _read_artifact(client, run, path: str) -> str | None:
         return local.read_text(encoding="utf-8") if local.is_file() else None
     from mlflow.exceptions import MlflowException
 
-    with _env("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false"), \
-            tempfile.TemporaryDirectory(prefix="cortex_compare_") as tmp:
+    with (
+        _env("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false"),
+        tempfile.TemporaryDirectory(prefix="cortex_compare_") as tmp,
+    ):
         try:
             local = client.download_artifacts(run.info.run_id, path, tmp)
         except (MlflowException, OSError):
@@ -152,12 +161,20 @@ def parse_per_query(text: str, where: str) -> list[dict[str, Any]]:
 
 def load_run(client, run, with_fingerprint: bool = True) -> RunRecord:
     """Tags, params and artifacts of one MLflow run; exit 2 when it has no per_query.jsonl."""
-    record = RunRecord(run.info.run_id, run.info.run_name or "", run.info.status,
-                       run.info.experiment_id, dict(run.data.tags), dict(run.data.params))
+    record = RunRecord(
+        run.info.run_id,
+        run.info.run_name or "",
+        run.info.status,
+        run.info.experiment_id,
+        dict(run.data.tags),
+        dict(run.data.params),
+    )
     text = _read_artifact(client, run, "per_query.jsonl")
     if text is None:
-        raise InputError(f"run {record.label}: has no per_query.jsonl artifact; "
-                         "only benchmark runs (python -m cortex_exp) can be compared")
+        raise InputError(
+            f"run {record.label}: has no per_query.jsonl artifact; "
+            "only benchmark runs (python -m cortex_exp) can be compared"
+        )
     record.per_query = parse_per_query(text, f"run {record.run_id} per_query.jsonl")
     if with_fingerprint:
         fp = _read_artifact(client, run, "corpus_fingerprint.json")
@@ -172,13 +189,23 @@ def fetch_run(client, selector: str, experiment: str | None = None) -> RunRecord
 def fetch_sweep(client, selector: str, experiment: str | None = None) -> tuple[RunRecord, list[RunRecord]]:
     """The parent run of a sweep (tags and params only) and its FINISHED children, oldest first."""
     parent = find_run(client, selector, experiment)
-    record = RunRecord(parent.info.run_id, parent.info.run_name or "", parent.info.status,
-                       parent.info.experiment_id, dict(parent.data.tags), dict(parent.data.params))
+    record = RunRecord(
+        parent.info.run_id,
+        parent.info.run_name or "",
+        parent.info.status,
+        parent.info.experiment_id,
+        dict(parent.data.tags),
+        dict(parent.data.params),
+    )
     children = client.search_runs(
         [record.experiment_id],
         filter_string=f"tags.mlflow.parentRunId = '{record.run_id}' and attributes.status = 'FINISHED'",
-        max_results=5000, order_by=["attributes.start_time ASC"])
+        max_results=5000,
+        order_by=["attributes.start_time ASC"],
+    )
     if not children:
-        raise InputError(f"--sweep {selector}: run {record.label} has no FINISHED child runs; "
-                         "pass the parent_run_id a multirun printed")
+        raise InputError(
+            f"--sweep {selector}: run {record.label} has no FINISHED child runs; "
+            "pass the parent_run_id a multirun printed"
+        )
     return record, [load_run(client, c, with_fingerprint=False) for c in children]

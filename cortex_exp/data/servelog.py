@@ -1,0 +1,95 @@
+"""The serve log (`serves.jsonl`): what was served for each agent task, and the verdicts.
+
+This is the only module that parses verdicts. The core retrieval path (retrievers, fusion,
+metrics) never imports it, so the `core` row is blind to the labels by construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from cortex_exp.data.jsonl import Problems, check_field, iter_jsonl
+
+CHANNELS = ("always", "search", "graph", "boost")
+VERDICTS = ("helped", "noise", "wrong")
+
+
+@dataclass(frozen=True)
+class ServedItem:
+    doc_id: str
+    channel: str
+    rank: int | None
+    verdict: str | None
+
+
+@dataclass(frozen=True)
+class Serve:
+    serve_id: str
+    ts: datetime
+    project: str
+    task: str
+    items: tuple[ServedItem, ...]
+
+
+def _parse_ts(value: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def load_serves(path: Path) -> list[Serve]:
+    """Load and validate `serves.jsonl`; raise `InputError` listing every problem."""
+    path = Path(path)
+    problems = Problems(path)
+    serves: list[Serve] = []
+    seen: dict[str, int] = {}
+    for line, obj in iter_jsonl(path, problems):
+        ok = check_field(obj, "serve_id", (str,), problems, line)
+        ok &= check_field(obj, "ts", (str,), problems, line)
+        ok &= check_field(obj, "project", (str,), problems, line)
+        ok &= check_field(obj, "task", (str,), problems, line)
+        ok &= check_field(obj, "items", (list,), problems, line)
+        if not ok:
+            continue
+        ts = _parse_ts(obj["ts"])
+        if ts is None:
+            problems.add(line, f"field 'ts' is not ISO-8601: {obj['ts']!r}")
+            continue
+        if obj["serve_id"] in seen:
+            problems.add(line, f"duplicate serve_id {obj['serve_id']!r} (first on line {seen[obj['serve_id']]})")
+            continue
+        items = []
+        for i, item in enumerate(obj["items"]):
+            prefix = f"items[{i}]."
+            if not isinstance(item, dict):
+                problems.add(line, f"items[{i}] must be an object")
+                ok = False
+                continue
+            good = check_field(item, "doc_id", (str,), problems, line, prefix=prefix)
+            good &= check_field(item, "channel", (str,), problems, line, prefix=prefix)
+            good &= check_field(item, "rank", (int, type(None)), problems, line, prefix=prefix, required=False)
+            good &= check_field(item, "verdict", (str, type(None)), problems, line, prefix=prefix, required=False)
+            if good and item["channel"] not in CHANNELS:
+                problems.add(
+                    line, f"{prefix}channel: unknown channel {item['channel']!r}; expected one of {', '.join(CHANNELS)}"
+                )
+                good = False
+            if good and item.get("verdict") is not None and item["verdict"] not in VERDICTS:
+                problems.add(
+                    line,
+                    f"{prefix}verdict: unknown verdict {item['verdict']!r}; "
+                    f"expected one of {', '.join(VERDICTS)} or null",
+                )
+                good = False
+            if good:
+                items.append(ServedItem(item["doc_id"], item["channel"], item.get("rank"), item.get("verdict")))
+            ok &= good
+        if not ok:
+            continue
+        seen[obj["serve_id"]] = line
+        serves.append(Serve(obj["serve_id"], ts, obj["project"], obj["task"], tuple(items)))
+    problems.raise_if_any("the serve log")
+    return serves

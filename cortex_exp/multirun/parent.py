@@ -1,0 +1,67 @@
+"""A multirun as one parent MLflow run: open it, then summarise its nested job runs (the table,
+and for a numeric sweep a plot of each metric against the swept value)."""
+
+from __future__ import annotations
+
+from cortex_exp import tracking
+from cortex_exp.metrics import higher_is_better
+from cortex_exp.multirun.summary import summary
+
+
+def open_parent(uri: str, experiment: str, swept: list[str]) -> str:
+    name = "sweep: " + " ".join(swept) if swept else "multirun"
+    keys = ",".join(o.split("=", 1)[0] for o in swept)
+    return tracking.start_parent(
+        uri,
+        experiment,
+        name,
+        {"sweep": "true", "multirun": "true"},
+        {"sweep.param": keys or "none", "sweep.overrides": " ".join(swept)},
+    )
+
+
+def _numeric_param(children: list[dict]) -> str | None:
+    """The one param that differs across the finished jobs and is a number (a weight), if any
+    (a component's `.repr` differs with its parameters: it is not a parameter of its own)."""
+    finished = [c for c in children if c["status"] == "FINISHED"]
+    keys = {k for c in finished for k in c["params"] if not k.endswith(".repr")}
+    varying = [k for k in sorted(keys) if len({c["params"].get(k) for c in finished}) > 1]
+    if len(varying) != 1:
+        return None
+    try:
+        [float(c["params"][varying[0]]) for c in finished]
+    except (KeyError, TypeError, ValueError):
+        return None
+    return varying[0]
+
+
+def log_sweep_picture(uri: str, run_id: str, children: list[dict], primary: str | None, text: str) -> None:
+    """On the parent run: the summary table, and for a numeric sweep the plot and best value."""
+    import tempfile
+    from pathlib import Path
+
+    from cortex_exp.multirun.plot import plot_sweep
+
+    parent = tracking.attach(uri, run_id)
+    parent.log_text("summary.txt", text + "\n")
+    param = _numeric_param(children)
+    finished = [c for c in children if c["status"] == "FINISHED"]
+    if param is None or not primary or any(primary not in c["metrics"] for c in finished):
+        return
+    points = [(float(c["params"][param]), c["metrics"]) for c in finished]
+    with tempfile.TemporaryDirectory() as tmp:
+        parent.log_file(plot_sweep(points, primary, param, Path(tmp) / "sweep.png"))
+    sign = 1 if higher_is_better(primary) else -1
+    best_x, best = max(points, key=lambda p: sign * p[1][primary])
+    parent.log_metrics({f"best_{primary}": best[primary], "best_value": best_x})
+
+
+def close_parent(uri: str, run_id: str, primary: str | None) -> None:
+    children = tracking.child_runs(uri, run_id)
+    text = summary(children, primary)
+    print(text)
+    if children:
+        log_sweep_picture(uri, run_id, children, primary, text)
+    failed = any(c["status"] != "FINISHED" for c in children) or not children
+    tracking.end_run(uri, run_id, "FAILED" if failed else "FINISHED")
+    print(f"parent_run_id: {run_id}", flush=True)

@@ -1,0 +1,45 @@
+"""The summary table of a multirun: a line per job, metrics across, `core` marked as the row
+that decides and the others as reference; in a sweep of one row, the best job marked."""
+
+from __future__ import annotations
+
+from cortex_exp.metrics import higher_is_better, sort_key
+from cortex_exp.rows import ROWS
+from cortex_exp.tables import table
+
+
+def summary(children: list[dict], primary: str | None) -> str:
+    """One table: a line per job; `core` marked as the row that decides, the best marked."""
+    finished = [c for c in children if c["status"] == "FINISHED"]
+    if not finished:
+        return "no job finished"
+    names = sorted((m for m in finished[0]["metrics"] if not m.startswith(("silent_share", "n_queries"))), key=sort_key)
+    primary = primary if primary in names else names[0]
+    rows_vary = len({c["tags"].get("row") for c in finished}) > 1
+    # across rows a "best" would crown a row that learned from the answers: only core decides
+    sign = 1 if higher_is_better(primary) else -1
+    best = None if rows_vary else max(finished, key=lambda c: sign * c["metrics"].get(primary, -sign * float("inf")))
+    rows = []
+    for c in sorted(finished, key=_order):
+        t = c["tags"]
+        role = "decides" if t.get("decides") == "true" else "reference"
+        label = c["name"] + (
+            f" w={c['params'].get('retriever.fusion.weight')}" if t.get("retriever") == "hybrid" else ""
+        )
+        mark = ["*" if c is best else ""] if best is not None else []
+        rows.append([label, role, *mark] + [c["metrics"].get(m) for m in names])
+    failed = len(children) - len(finished)
+    note = (
+        "\ncore decides; the other rows learn from the same verdicts as the golden set and are reference only."
+        if rows_vary
+        else f"\n* best by {primary}."
+    )
+    note += f"  {failed} job(s) did not finish." if failed else ""
+    return table(["run", "role"] + (["best"] if best is not None else []) + names, rows) + note
+
+
+def _order(child: dict):
+    t = child["tags"]
+    row = list(ROWS).index(t["row"]) if t.get("row") in ROWS else len(ROWS)
+    weight = float(child["params"].get("retriever.fusion.weight", 0) or 0)
+    return (row, t.get("retriever", ""), weight)

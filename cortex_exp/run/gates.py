@@ -1,0 +1,244 @@
+"""The gates that refuse to measure (docs/interface.md §2 `gates.*`, §5 messages): a stale golden set,
+a corpus that moved under it, and retrieval components that went silent during the run.
+
+Pure functions over loaded values: they return results and messages, or raise `GateRefused`
+(exit 3). The runner prints the messages on stderr, tags the MLflow run and decides when to
+stop; the component probe before the run lives in `probe.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from cortex_exp.data.corpus import Corpus, CorpusDiff, diff_hashes
+from cortex_exp.errors import GateRefused, InputError
+from cortex_exp.golden.store import MANIFEST, GoldenSet, rebuild_command
+from cortex_exp.settings import GateSettings
+
+
+def pct(share: float) -> str:
+    """0.06 -> '6', 0.0504 -> '5.04': at most two decimals, no trailing zeros."""
+    return f"{share * 100:.2f}".rstrip("0").rstrip(".")
+
+
+# --- stale golden set -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StaleResult:
+    built_at: datetime
+    age_days: int
+    limit_days: int
+    stale: bool
+    overridden: bool  # stale but gates.allow_stale=true: the runner tags degraded, stale_override
+    message: str | None  # the WARNING line to print when overridden, else None
+
+
+def _golden_where(golden: GoldenSet) -> str:
+    return str(golden.path / MANIFEST) if golden.path else MANIFEST
+
+
+def built_at(golden: GoldenSet) -> datetime:
+    """The manifest's `built_at` as an aware UTC datetime; `InputError` naming manifest.json."""
+    raw = golden.manifest.get("built_at")
+    where = _golden_where(golden)
+    if not isinstance(raw, str) or not raw:
+        raise InputError(
+            f"{where}: field 'built_at' is missing or not a string ({raw!r}); "
+            f"the stale gate needs it. Rebuild the set with: {_rebuild(golden)}"
+        )
+    try:
+        value = datetime.fromisoformat(raw)
+    except ValueError:
+        raise InputError(
+            f"{where}: field 'built_at' is not an ISO-8601 time: {raw!r} (expected e.g. 2024-05-01T12:00:00Z)"
+        ) from None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _rebuild(golden: GoldenSet) -> str:
+    return rebuild_command(golden.path if golden.path else Path("DIR"))
+
+
+def is_static(golden: GoldenSet, corpus: Corpus | None) -> bool:
+    """A golden set imported from a fixed public collection (manifest `source.kind` beir) whose
+    corpus is still exactly the one it was built on: its labels cannot age."""
+    source = golden.manifest.get("source")
+    return (
+        isinstance(source, dict)
+        and source.get("kind") == "beir"
+        and corpus is not None
+        and golden.manifest.get("corpus_fingerprint") == corpus.fingerprint
+    )
+
+
+def check_stale(
+    golden: GoldenSet, settings: GateSettings, corpus: Corpus | None = None, now: datetime | None = None
+) -> StaleResult:
+    """Refuse (GateRefused, exit 3) when the set is more than `max_age_days` whole days old.
+
+    Age is counted in whole days (a set built 30 days and 5 hours ago is 30 days old and passes
+    a limit of 30). With `allow_stale` a stale set passes, flagged `overridden` with a warning.
+    A static collection (`is_static`) is never stale by age; any change to its corpus puts it
+    back under the rule.
+    """
+    built = built_at(golden)
+    now = now or datetime.now(UTC)
+    now = now.replace(tzinfo=UTC) if now.tzinfo is None else now
+    age = (now - built).days
+    stale = age > settings.max_age_days and not is_static(golden, corpus)
+    text = (
+        f"GOLDEN SET STALE: built {built.date().isoformat()}, {age} days ago; "
+        f"limit {settings.max_age_days}. Rebuild it with: {_rebuild(golden)}"
+    )
+    if stale and not settings.allow_stale:
+        raise GateRefused(text)
+    message = None
+    if stale:
+        message = f"WARNING: {text} (measuring anyway because gates.allow_stale=true; the run is tagged degraded)"
+    return StaleResult(built, age, settings.max_age_days, stale, stale, message)
+
+
+# --- corpus drift -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DriftResult:
+    """`message` is None when there is nothing to say; else a WARNING line to print on stderr.
+
+    `basis` is "hashes" (per-document counts), "fingerprint" (the golden set has no per-document
+    hashes: only whether the corpus differs, and the size change, are known) or "none".
+    """
+
+    diff: CorpusDiff | None
+    share: float
+    moved: bool
+    message: str | None
+    basis: str = "hashes"
+    size_at_build: int = 0
+
+
+def _size_at_build(golden: GoldenSet) -> int:
+    size = golden.manifest.get("corpus_size")
+    if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+        return size
+    return len(golden.corpus_hashes)
+
+
+def _share(moved_docs: int, size: int) -> float:
+    if size <= 0:
+        return 1.0 if moved_docs else 0.0
+    return moved_docs / size
+
+
+def corpus_drift(golden: GoldenSet, corpus: Corpus, settings: GateSettings) -> DriftResult:
+    """Documents added, removed or changed since the set was built, over the size at build time."""
+    if not golden.corpus_hashes:
+        return _fingerprint_drift(golden, corpus, settings)
+    size = _size_at_build(golden)
+    diff = diff_hashes(golden.corpus_hashes, corpus.hashes)
+    share = _share(diff.total, size)
+    moved = share > settings.max_corpus_drift
+    message = None
+    if moved:
+        message = (
+            f"WARNING: CORPUS MOVED: {diff.describe()} since the golden set was built "
+            f"({pct(share)}% of {size} documents; limit {pct(settings.max_corpus_drift)}%); "
+            f"recall may drop with nothing worse — rebuild the golden set: {_rebuild(golden)}"
+        )
+    return DriftResult(diff, share, moved, message, "hashes", size)
+
+
+def _fingerprint_drift(golden: GoldenSet, corpus: Corpus, settings: GateSettings) -> DriftResult:
+    """No per-document hashes: compare fingerprints; the size change is a lower bound on drift."""
+    old = golden.manifest.get("corpus_fingerprint")
+    size = _size_at_build(golden) or len(corpus)
+    if not old:
+        message = (
+            f"WARNING: CORPUS DRIFT NOT CHECKED: {_golden_where(golden)} has neither per-document "
+            f"corpus hashes nor 'corpus_fingerprint'; rebuild the golden set: {_rebuild(golden)}"
+        )
+        return DriftResult(None, 0.0, False, message, "none", size)
+    if old == corpus.fingerprint:
+        return DriftResult(None, 0.0, False, None, "fingerprint", size)
+    share = _share(abs(len(corpus) - size), size)
+    message = (
+        f"WARNING: CORPUS MOVED: the corpus fingerprint differs from the one the golden set was "
+        f"built on ({size} documents then, {len(corpus)} now, so at least {pct(share)}% moved; "
+        f"limit {pct(settings.max_corpus_drift)}%); the golden set has no per-document hashes, "
+        f"so added/removed/changed cannot be counted; recall may drop with nothing worse — "
+        f"rebuild the golden set: {_rebuild(golden)}"
+    )
+    return DriftResult(None, share, True, message, "fingerprint", size)
+
+
+# --- silent components ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Silence:
+    """How often one retrieval component returned nothing during the run."""
+
+    silent: int
+    queries: int
+
+    @property
+    def share(self) -> float:
+        return self.silent / self.queries if self.queries else 0.0
+
+
+@dataclass(frozen=True)
+class SilenceCheck:
+    components: tuple[str, ...]  # over the limit, in the order given
+    message: str | None  # one `COMPONENT SILENT:` line per component, or None
+
+
+def silence(per_component_counts: Mapping[str, Sequence[int]]) -> dict[str, Silence]:
+    """Per component, from the per-query result counts: how many queries got nothing.
+
+    Pass only retrieval components (lexical, dense, endpoint): the graph and boosts legitimately
+    add nothing for many queries and are not held to this.
+    """
+    out = {}
+    for name, counts in per_component_counts.items():
+        counts = [int(c) for c in counts]
+        out[name] = Silence(sum(1 for c in counts if c == 0), len(counts))
+    return out
+
+
+def silence_metrics(shares: Mapping[str, Silence]) -> dict[str, float]:
+    """MLflow metric names for the shares, logged whether or not the gate refuses."""
+    return {f"silent_share_{name}": s.share for name, s in shares.items()}
+
+
+def check_silence(shares: Mapping[str, Silence], settings: GateSettings) -> SilenceCheck:
+    """Components silent for more than `max_silent_share` of the queries, and the message."""
+    over = [name for name, s in shares.items() if s.share > settings.max_silent_share]
+    if not over:
+        return SilenceCheck((), None)
+    lines = [
+        f"COMPONENT SILENT: {name} returned nothing for {pct(shares[name].share)}% of "
+        f"{shares[name].queries} queries (limit {pct(settings.max_silent_share)}%); "
+        f"the other sides answered alone, so the run measured something else. "
+        f"To measure anyway pass gates.allow_degraded=true"
+        for name in over
+    ]
+    return SilenceCheck(tuple(over), "\n".join(lines))
+
+
+# --- the banner of a degraded run -------------------------------------------------------------
+
+
+def degraded_banner(reasons: Sequence[str]) -> str:
+    """Lines for the top of the output and report when a gate was overridden ("" when none)."""
+    if not reasons:
+        return ""
+    lines = [
+        "WARNING: DEGRADED RUN: a gate was overridden; this measurement is tagged degraded=true "
+        "and cannot decide anything:"
+    ]
+    lines += [f"  - {reason}" for reason in reasons]
+    return "\n".join(lines)

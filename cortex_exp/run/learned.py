@@ -1,0 +1,47 @@
+"""The graph and boost stores of a non-core row, learned from the serve log's verdicts.
+
+The only module of the run that reads verdicts; `benchmark` calls it for non-core rows only,
+so the `core` row never touches them.
+"""
+
+from __future__ import annotations
+
+from cortex_exp.data.corpus import Corpus
+from cortex_exp.errors import GateRefused
+from cortex_exp.rows import RowSpec
+from cortex_exp.run.log import log
+from cortex_exp.settings import RunSettings
+
+
+def load_features(settings: RunSettings, row: RowSpec, corpus: Corpus, degraded: list[str]):
+    """(features, store health) of `row`; (None, {}) for a row without learned features.
+
+    A store that fails to load or answer is COMPONENT DOWN; an empty one is allowed (reported
+    in health.json)."""
+    if not (row.graph or row.boosts):
+        return None, {}
+    from cortex_exp.data.servelog import load_serves
+    from cortex_exp.features import learn_features
+
+    serves = load_serves(settings.data.serves) if settings.data.serves else None
+    try:
+        features = learn_features(serves, corpus, settings.features)
+        health = features.probe()
+    except Exception as exc:  # the store is a component: down, not a bug to hide
+        message = (
+            f"COMPONENT DOWN: graph/boosts: the learned stores failed to load: {type(exc).__name__}: {exc}\n"
+            "The rows that use them would silently rank like core, so the measurement would be of "
+            "something else. To measure anyway pass gates.allow_degraded=true."
+        )
+        if not settings.gates.allow_degraded:
+            raise GateRefused(message) from exc
+        log(message)
+        degraded.append("graph/boost stores down")
+        return None, {"graph": {"ok": False, "detail": str(exc)}, "boosts": {"ok": False, "detail": str(exc)}}
+    stores = {name: {"ok": True, **health} for name, on in (("graph", row.graph), ("boosts", row.boosts)) if on}
+    if health.get("empty"):
+        log(
+            f"note: the learned stores are empty ({settings.data.serves or 'no serve log'}): "
+            f"row {row.name} ranks like core"
+        )
+    return features, stores

@@ -1,0 +1,183 @@
+"""The probe before every run: each retrieval component must answer known-answer queries.
+
+A probe query is a document's title, or the first `TEXT_WORDS` words of its text when the title
+is empty; documents with neither are skipped. Probe documents are chosen deterministically and
+spread evenly over the corpus, preferring (in this order) documents that are not
+`always_served` and whose query is specific: at least two words and not shared with another
+document. A one-word title (say "Deploy") is too generic to have a single known answer.
+
+All probe queries go to the component in ONE `search` call, run in a daemon thread with a
+deadline (a hung component cannot be killed, but it no longer holds up the run).
+
+Rule (docs/interface.md §5): a component passes when every probe document comes back in the top k of
+its own query. Probe documents are chosen with specific, unique titles, so a healthy BM25 or
+dense side finds them all; one that raises, times out, returns nothing or returns the wrong
+documents fails.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+from cortex_exp.data.corpus import Corpus, Document
+from cortex_exp.errors import InputError
+from cortex_exp.retrievers.base import Index
+
+TEXT_WORDS = 8
+MIN_FOUND_SHARE = 1.0  # docs/interface.md §5: each probe document must come back in the top 10
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    name: str
+    ok: bool
+    detail: str
+    checked: int  # probe documents asked for
+    found: int  # of them, back in the top k of their own query
+    latency_s: float
+    missed: tuple[str, ...] = ()
+
+    def as_json(self) -> dict:
+        return {**asdict(self), "missed": list(self.missed)}
+
+
+@dataclass(frozen=True)
+class ProbeQuery:
+    doc_id: str
+    text: str
+
+
+def probe_text(doc: Document) -> str:
+    """The title, else the first words of the text, else "" (the document is skipped)."""
+    if doc.title.strip():
+        return doc.title.strip()
+    return " ".join(doc.text.split()[:TEXT_WORDS])
+
+
+def _tier(doc: Document, text: str, uses: Counter) -> int:
+    specific = len(_WORD.findall(text)) >= 2 and uses[text.casefold()] == 1
+    return (0 if specific else 2) + (1 if doc.always_served else 0)
+
+
+def _spread(pool: list, r: int) -> list:
+    """r items evenly spread over `pool` (the middle of each of r equal slices)."""
+    if r >= len(pool):
+        return list(pool)
+    return [pool[(2 * i + 1) * len(pool) // (2 * r)] for i in range(r)]
+
+
+def probe_queries(corpus: Corpus, n: int = 5) -> list[ProbeQuery]:
+    """Up to n known-answer queries, best tier first, each tier spread over the corpus."""
+    texts = [(doc, probe_text(doc)) for doc in corpus.docs]
+    texts = [(doc, text) for doc, text in texts if text]
+    if not texts:
+        where = corpus.path or "the corpus"
+        raise InputError(f"{where}: no document has a title or text, so no probe query can be built")
+    uses = Counter(text.casefold() for _, text in texts)
+    tiers: dict[int, list] = {}
+    for doc, text in texts:
+        tiers.setdefault(_tier(doc, text, uses), []).append(ProbeQuery(doc.id, text))
+    chosen: list[ProbeQuery] = []
+    for tier in sorted(tiers):
+        chosen += _spread(tiers[tier], n - len(chosen))
+        if len(chosen) >= n:
+            break
+    return chosen
+
+
+def _call_with_deadline(fn, timeout_s: float):
+    """(finished, value, exception) of fn() run in a daemon thread for at most timeout_s."""
+    box: dict = {}
+
+    def target():
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # reported as the component's failure, never swallowed
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="cortex-probe", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        return False, None, None
+    return True, box.get("value"), box.get("error")
+
+
+def _judge(name: str, queries: list[ProbeQuery], rankings, k: int, latency: float) -> ProbeResult:
+    n = len(queries)
+    if not isinstance(rankings, (list, tuple)) or len(rankings) != n:
+        got = f"{len(rankings)} rankings" if isinstance(rankings, (list, tuple)) else repr(type(rankings).__name__)
+        return ProbeResult(name, False, f"returned {got} for {n} probe queries", n, 0, latency)
+    if all(len(r.doc_ids) == 0 for r in rankings):
+        return ProbeResult(name, False, f"returned nothing for all {n} probe queries", n, 0, latency)
+    missed = tuple(q.doc_id for q, r in zip(queries, rankings) if q.doc_id not in tuple(r.doc_ids)[:k])
+    found = n - len(missed)
+    need = math.ceil(MIN_FOUND_SHARE * n)
+    detail = f"found {found} of {n} probe documents in the top {k} of their own query"
+    if found < need:
+        detail += f" (needs {need}); missed: {', '.join(missed)}"
+    return ProbeResult(name, found >= need, detail, n, found, latency, missed)
+
+
+def probe_component(
+    name: str,
+    index: Index,
+    corpus: Corpus,
+    n: int = 5,
+    k: int = 10,
+    timeout_s: float = 30,
+    queries: list[ProbeQuery] | None = None,
+) -> ProbeResult:
+    """Ask `index` the probe queries once; judge errors, time-outs, silence and misses."""
+    queries = queries if queries is not None else probe_queries(corpus, n)
+    texts = [q.text for q in queries]
+    start = time.perf_counter()
+    finished, rankings, error = _call_with_deadline(lambda: index.search(texts, k), timeout_s)
+    latency = time.perf_counter() - start
+    if not finished:
+        return ProbeResult(
+            name, False, f"timed out after {timeout_s:g} s on {len(texts)} probe queries", len(texts), 0, latency
+        )
+    if error is not None:
+        return ProbeResult(name, False, f"raised {type(error).__name__}: {error}", len(texts), 0, latency)
+    try:
+        return _judge(name, queries, rankings, k, latency)
+    except (AttributeError, TypeError) as exc:  # not a list of Ranking: the component is broken
+        return ProbeResult(name, False, f"returned something that is not a ranking ({exc})", len(texts), 0, latency)
+
+
+def probe_all(
+    indexes: Mapping[str, Index], corpus: Corpus, n: int = 5, k: int = 10, timeout_s: float = 30
+) -> list[ProbeResult]:
+    """Probe every component with the same queries, in the order given."""
+    queries = probe_queries(corpus, n)
+    return [probe_component(name, index, corpus, n, k, timeout_s, queries) for name, index in indexes.items()]
+
+
+def health_record(results: Sequence[ProbeResult], stores: Mapping[str, dict] | None = None) -> dict:
+    """What the runner writes as `health.json`: every component and store, and an overall ok.
+
+    `stores` holds the graph/boost store stats as the runner found them, e.g.
+    {"graph": {"edges": 0, "empty": true}}; a store is unhealthy only when it says "ok": false
+    (an empty store is allowed).
+    """
+    stores = {name: dict(stats) for name, stats in (stores or {}).items()}
+    ok = all(r.ok for r in results) and all(s.get("ok", True) for s in stores.values())
+    return {"ok": ok, "components": {r.name: r.as_json() for r in results}, "stores": stores}
+
+
+def down_message(result: ProbeResult) -> str:
+    """The two stderr lines of docs/interface.md §5 for a component that failed its probe."""
+    return (
+        f"COMPONENT DOWN: {result.name}: {result.detail}\n"
+        f"The system degrades silently when {result.name} is down (the other sides still answer), "
+        f"so the measurement would be of something else. "
+        f"To measure anyway pass gates.allow_degraded=true."
+    )

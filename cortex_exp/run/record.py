@@ -1,0 +1,94 @@
+"""What a run records: MLflow tags, params read back from the objects built, metrics and
+artifacts (docs/interface.md §6), and the terminal summary."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from cortex_exp import metrics, tracking
+from cortex_exp.data.corpus import Corpus
+from cortex_exp.errors import GateRefused
+from cortex_exp.golden import GoldenSet
+from cortex_exp.retrievers.base import parameters, target_of
+from cortex_exp.rows import RowSpec
+from cortex_exp.run import gates
+from cortex_exp.settings import RunSettings
+from cortex_exp.tables import table
+
+
+def component_params(prefix: str, component: Any) -> dict[str, Any]:
+    """`<prefix>.<param>` for every parameter read back from the built object, its class as
+    `<prefix>._target_` and its repr as `<prefix>.repr`."""
+    out = {f"{prefix}._target_": target_of(component), f"{prefix}.repr": repr(component)}
+    out.update({f"{prefix}.{k}": v for k, v in parameters(component).items()})
+    return out
+
+
+def run_params(settings: RunSettings, row: RowSpec) -> dict[str, Any]:
+    """Every parameter of what ran, flat: the retriever's from its objects, the rest from the
+    settings the run used (row features only for rows that use them)."""
+    r = settings.retriever
+    out: dict[str, Any] = {"retriever.name": r.name, "retriever.depth": r.depth, "row.name": row.name}
+    for name, component in r.components.items():
+        out.update(component_params(f"retriever.{name}", component))
+    if r.fusion is not None:
+        out.update(component_params("retriever.fusion", r.fusion))
+    if row.graph or row.boosts:
+        out.update({f"row.features.{k}": v for k, v in dataclasses.asdict(settings.features).items()})
+    out.update({"metrics.ks": list(settings.metrics.ks), "metrics.primary": settings.metrics.primary_metric})
+    out.update({f"gates.{k}": v for k, v in dataclasses.asdict(settings.gates).items()})
+    out.update({f"faults.{name}": settings.faults.mode(name) for name in r.components})
+    out.update({f"data.{k}": v for k, v in dataclasses.asdict(settings.data).items()})
+    return out
+
+
+def run_tags(settings: RunSettings, row: RowSpec, corpus: Corpus, golden: GoldenSet) -> dict[str, str]:
+    return {
+        **row.tags(),
+        "retriever": settings.retriever.name,
+        "corpus_fingerprint": corpus.fingerprint,
+        "golden_id": golden.golden_id,
+        "degraded": "false",
+        "stale_override": "false",
+        "corpus_moved": "false",
+    }
+
+
+def log_run(
+    settings: RunSettings,
+    row: RowSpec,
+    uri: str,
+    corpus: Corpus,
+    golden: GoldenSet,
+    tags: dict,
+    measured,
+    notes: list[str],
+) -> str:
+    """One MLflow run (docs/interface.md §6); a silent component ends it FAILED, tag refused=silent."""
+    name = f"{row.name}/{settings.retriever.name}"
+    with tracking.open_run(uri, settings.mlflow.experiment, name, tags, settings.parent_run_id) as mlrun:
+        mlrun.log_params(run_params(settings, row))
+        mlrun.log_metrics(
+            {**measured.means, "n_queries": len(measured.per_query), **gates.silence_metrics(measured.shares)}
+        )
+        mlrun.log_jsonl("per_query.jsonl", measured.per_query)
+        mlrun.log_json("corpus_fingerprint.json", corpus.fingerprint_record())
+        mlrun.log_json("golden_manifest.json", golden.manifest)
+        mlrun.log_text("config.yaml", settings.config_yaml)
+        mlrun.log_json("health.json", measured.health)
+        if notes:
+            mlrun.log_text("warnings.txt", "\n".join(notes) + "\n")
+        mlrun.log_golden_dataset(Path(settings.data.golden).name, golden.golden_id, settings.data.golden)
+        if measured.refusals:
+            mlrun.set_tags({"refused": "silent"})
+            raise GateRefused("\n".join(measured.refusals))
+    return mlrun.run_id
+
+
+def summary_table(settings: RunSettings, row: RowSpec, means: dict, n: int, degraded: list[str]) -> str:
+    title = f"{row.name}/{settings.retriever.name}  ({n} queries)"
+    if degraded:
+        title = gates.degraded_banner(degraded) + "\n" + title
+    return table(["metric", "value"], [[m, means[m]] for m in metrics.metric_names(settings.ks)], title=title)

@@ -1,0 +1,105 @@
+"""The configuration: one source per default, every option composes, an override the object
+does not take is exit 2 naming the key, and what is logged is read back from the objects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from components import EXAMPLE
+from conftest import ROOT, compose, compose_cfg, run_cli
+
+from cortex_exp.errors import InputError
+from cortex_exp.rows import ROWS, row_spec
+from cortex_exp.run.record import run_params
+
+CONF = ROOT / "cortex_exp" / "conf"
+RETRIEVERS = sorted(p.stem for p in (CONF / "retriever").glob("*.yaml"))
+
+
+def test_the_retriever_group_is_the_registry():
+    assert RETRIEVERS == ["bm25_v1", "bm25_v2", "dense", "hybrid"]
+    for name in RETRIEVERS:
+        assert compose([f"retriever={name}"]).retriever.name == name
+
+
+@pytest.mark.parametrize("retriever", RETRIEVERS)
+@pytest.mark.parametrize("row", list(ROWS))
+def test_every_option_composes(retriever, row):
+    s = compose([f"retriever={retriever}", f"row={row}"])
+    assert (s.retriever.name, s.row) == (retriever, row)
+    assert (
+        set(s.retriever.components)
+        == {"bm25_v1": {"lexical"}, "bm25_v2": {"lexical"}, "dense": {"dense"}, "hybrid": {"lexical", "dense"}}[
+            retriever
+        ]
+    )
+    assert (s.retriever.fusion is not None) == (retriever == "hybrid")
+
+
+def test_yaml_files_choose_options_and_hold_no_parameter_default():
+    """Defaults live in the dataclasses; a retriever or row YAML only composes schemas."""
+    for path in [*(CONF / "retriever").glob("*.yaml"), *(CONF / "row").glob("*.yaml")]:
+        assert set(yaml.safe_load(path.read_text())) == {"defaults"}, path
+
+
+def test_bm25_v1_takes_its_own_k1_and_the_log_says_so():
+    s = compose(["retriever=bm25_v1", "retriever.lexical.k1=3.0"])
+    assert s.retriever.components["lexical"].k1 == 3.0
+    params = run_params(s, row_spec("core"))
+    assert params["retriever.lexical.k1"] == 3.0 and params["retriever.lexical.epsilon"] == 0.25
+    assert params["retriever.lexical._target_"] == "cortex_exp.retrievers.bm25_v1.Bm25V1"
+    assert "retriever.lexical.title_weight" not in params
+    assert "row.features.hop" not in params  # core does not use the learned features
+    assert "row.features.hop" in run_params(compose(["row=graph"]), row_spec("graph"))
+
+
+def test_fusion_logs_only_the_parameter_of_its_method():
+    weighted = run_params(compose(["retriever=hybrid"]), row_spec("core"))
+    assert (weighted["retriever.fusion.weight"], weighted["retriever.fusion.rrf_k"]) == (0.5, None)
+    rrf = run_params(compose(["retriever=hybrid", "retriever.fusion.method=rrf"]), row_spec("core"))
+    assert (rrf["retriever.fusion.weight"], rrf["retriever.fusion.rrf_k"]) == (None, 60.0)
+
+
+@pytest.mark.parametrize(
+    "overrides, key",
+    [
+        (["retriever=hybrid", "retriever.fusion.rrf_k=10"], "retriever.fusion.rrf_k: applies to method=rrf only"),
+        (
+            ["retriever=hybrid", "retriever.fusion.method=rrf", "retriever.fusion.weight=0.3"],
+            "retriever.fusion.weight: applies to method=weighted only",
+        ),
+        (["retriever.lexical.k1=inf"], "retriever.lexical.k1: must be a finite number >= 0, got inf"),
+        (["retriever=hybrid", "retriever.fusion.weight=1.5"], "retriever.fusion.weight: must be the dense share"),
+        (["retriever.lexical.method=bm25+"], "retriever.lexical.method: must be one of lucene | robertson | atire"),
+        (["retriever=dense", "retriever.dense.batch_size=0"], "retriever.dense.batch_size: must be a positive integer"),
+        (["gates.max_silent_share=2"], "gates.max_silent_share: must be a share between 0 and 1"),
+        (["metrics.ks=[5,200]"], "metrics.ks: K=200 is deeper than retriever.depth=100"),
+        (["row.features.hop=-1", "row=graph"], "row.features.hop: must be a finite number >= 0"),
+    ],
+)
+def test_a_bad_value_names_its_key(overrides, key):
+    with pytest.raises(InputError) as err:
+        compose(overrides)
+    assert key in str(err.value)
+
+
+def test_an_override_a_retriever_does_not_take_is_exit_2_naming_the_key(tmp_path):
+    r = run_cli(["cortex_exp", "retriever=bm25_v1", "retriever.lexical.title_weight=2"], tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert "retriever.lexical.title_weight" in r.stderr and "Bm25V1" in r.stderr
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_the_cache_folder_is_a_setting(tmp_path, monkeypatch):
+    monkeypatch.setenv("CORTEX_CACHE_DIR", str(tmp_path / "env"))
+    assert compose([]).cache.path == tmp_path / "env"
+    monkeypatch.delenv("CORTEX_CACHE_DIR")
+    assert compose([]).cache.path == Path(".cache")
+    assert compose([f"cache.dir={tmp_path}"]).cache.path == tmp_path
+
+
+def test_a_user_retriever_from_a_config_dir_of_their_own():
+    cfg = compose_cfg([f"hydra.searchpath=[file://{EXAMPLE / 'conf'}]", "retriever=tfidf"])
+    assert cfg.retriever.lexical._target_ == "my_retriever.TfidfRetriever"
