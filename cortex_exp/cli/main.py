@@ -13,13 +13,17 @@ import sys
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from cortex_exp.cli.config import register
 from cortex_exp.errors import run_cli
 from cortex_exp.logs import quiet_environment, quiet_progress_bars
+from cortex_exp.settings import CacheSettings
 
 register()  # the schemas must be in the ConfigStore before Hydra composes
+# `${cache_path:${cache.dir}}`: the run's cache folder as the run resolves it (conf/config.yaml
+# keeps Hydra's multirun.yaml there); registered on import, so joblib's workers have it too
+OmegaConf.register_new_resolver("cache_path", lambda d: str(CacheSettings(d).path), replace=True)
 _state = {"task_started": False}
 
 
