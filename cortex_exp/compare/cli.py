@@ -13,6 +13,7 @@ import gc
 import json
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
 from cortex_exp.compare.analysis import compare_runs
@@ -20,6 +21,7 @@ from cortex_exp.compare.effect import Effects
 from cortex_exp.errors import InputError, run_cli
 from cortex_exp.logs import configure as configure_logging
 from cortex_exp.metrics import higher_is_better
+from cortex_exp.tables import WIDTH
 
 CI_KINDS = ("t", "bootstrap", "cluster")
 
@@ -142,7 +144,8 @@ def run_sweep(opts, uri: str) -> None:
         res = cross_validate(scores, projects, metric, higher_is_better(metric), opts.seed)
         report["metrics"][metric] = res.as_dict()
         if not opts.json:
-            print(f"sweep {parent.label}: {param}, {metric}\n{format_table(res, run_ids)}\n")
+            title = textwrap.fill(f"sweep {parent.label}: {param}, {metric}", WIDTH, subsequent_indent="  ")
+            print(f"{title}\n{format_table(res, run_ids)}\n")
     if opts.json:
         print(json.dumps(report, allow_nan=False))
 
