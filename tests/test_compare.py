@@ -27,6 +27,8 @@ METRIC_KEYS = {
     "queries_needed",
     "higher_is_better",
     "verdict",
+    "effect",  # added by issue 11: the effect queries_needed is for, on the metric's scale
+    "detectable",
 }
 DOCS = {f"d{i:02d}": f"hash{i}" for i in range(40)}
 NEW = ["n1", "n2", "n3"]
@@ -159,7 +161,8 @@ def test_selectors_and_table_output(store, capsys):
     out, err = capsys.readouterr()
     assert code == 0, err
     assert runs["latest_v2"] in out and "recall_at_5" in out and "W/T/L" in out
-    assert "effects below ±" in out and "detecting 0.05 with 80% power needs" in out
+    assert "±half-width" in out and "queries needed" in out and "5% = " in out
+    assert max(len(line) for line in out.splitlines()) <= 100
     assert "comparison_run_id: " in out.strip().splitlines()[-1]
     comp_id = out.strip().splitlines()[-1].split(": ")[1]
     comp = mlflow.MlflowClient(uri).get_run(comp_id)
@@ -246,6 +249,8 @@ def test_json_is_the_only_stdout_and_strict(store, capsys):
         (["core/bm25_v1"], "expected two runs"),
         (["core/bm25_v1", "core/bm25_v2", "--metric", "recall_at_99"], "--metric recall_at_99"),
         (["core/bm25_v1", "core/bm25_v2", "--ci", "z"], "invalid choice"),
+        (["core/bm25_v1", "core/bm25_v2", "--effect", "5x"], "--effect '5x'"),
+        (["core/bm25_v1", "core/bm25_v2", "--effect", "recall_at_99=5%"], "--effect recall_at_99=...: not a compared"),
     ],
 )
 def test_bad_usage_is_exit_2_with_a_message(store, capsys, args, message):
@@ -314,6 +319,36 @@ def test_python_dash_m_entry_point(store):
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["decides"] is True
+
+
+def paired_t_power(n: int, delta: float, sd: float) -> float:
+    """scipy's noncentral t, written out here (not the code under test)."""
+    crit = sps.t.ppf(0.975, n - 1)
+    nc = delta / sd * np.sqrt(n)
+    return float(sps.nct.sf(crit, n - 1, nc) + np.nan_to_num(sps.nct.cdf(-crit, n - 1, nc)))
+
+
+@pytest.mark.parametrize(
+    "flags, scale, reference",
+    [
+        ([], "relative", lambda va, d: abs(va.mean())),  # default: 5% of the baseline mean
+        (["--effect", "0.3sd"], "sd", lambda va, d: d.std(ddof=1)),
+        (["--effect", "0.05"], "absolute", lambda va, d: 1.0),
+    ],
+)
+def test_effects_on_each_metrics_scale_and_their_power(store, capsys, flags, scale, reference):
+    uri, runs = store
+    code, res, _ = run_json(capsys, uri, runs["v1"], runs["v2"], *flags)
+    a, b = rows_of(uri, runs["v1"]), rows_of(uri, runs["v2"])
+    for name, m in res["metrics"].items():
+        va, vb = (np.array([rows[q][name] for q in sorted(rows)]) for rows in (a, b))
+        d, size = vb - va, {"relative": 0.05, "sd": 0.3, "absolute": 0.05}[scale]
+        assert m["effect"]["scale"] == scale and m["effect"]["size"] == size
+        assert m["effect"]["value"] == pytest.approx(size * reference(va, d))
+        n, sd = m["queries_needed"], d.std(ddof=1)
+        assert paired_t_power(n, m["effect"]["value"], sd) >= 0.8 > paired_t_power(n - 1, m["effect"]["value"], sd)
+        assert paired_t_power(res["n_queries"], m["detectable"]["value"], sd) == pytest.approx(0.8, abs=1e-7)
+        assert m["detectable"]["size"] == pytest.approx(m["detectable"]["value"] / m["effect"]["reference"])
 
 
 def test_holm_verdicts_always_follow_the_reported_interval(store, capsys):

@@ -125,6 +125,38 @@ def test_queries_needed_is_the_smallest_n_with_80_percent_power(sd):
     assert power(n) >= 0.8 and (n == 2 or power(n - 1) < 0.8)
 
 
+@pytest.mark.parametrize("dz, published", [(0.5, 34), (0.8, 15), (0.2, 199)])
+def test_detectable_effect_inverts_the_published_sample_sizes(dz, published):
+    """R's power.t.test(type='paired', power=0.8) needs `published` pairs for dz, and one pair
+    fewer is not enough: so with `published` pairs the detectable effect is at most dz, and with
+    one fewer it is more."""
+    assert stats.detectable_effect(published, sd=1.0) <= dz < stats.detectable_effect(published - 1, sd=1.0)
+
+
+@pytest.mark.parametrize("n, sd", [(12, 0.3), (56, 0.2), (433, 0.38), (5000, 0.05)])
+def test_detectable_effect_has_80_percent_power_by_scipys_noncentral_t(n, sd):
+    delta = stats.detectable_effect(n, sd)
+    crit = sps.t.ppf(0.975, n - 1)
+    nc = delta / sd * math.sqrt(n)
+    assert sps.nct.sf(crit, n - 1, nc) + sps.nct.cdf(-crit, n - 1, nc) == pytest.approx(0.8, abs=1e-7)
+    assert stats.queries_needed(sd, delta * (1 + 1e-9)) <= n  # and queries_needed reads it back
+
+
+def test_detectable_effect_is_found_4_times_in_5_by_simulation():
+    """Independent of any noncentral t: draw 20,000 samples of 30 normal differences whose mean
+    is the detectable effect, run the paired t test on each, count the rejections."""
+    n, sd = 30, 0.25
+    delta = stats.detectable_effect(n, sd)
+    d = np.random.default_rng(11).normal(delta, sd, size=(20_000, n))
+    t = d.mean(axis=1) / (d.std(axis=1, ddof=1) / math.sqrt(n))
+    power = float(np.mean(np.abs(t) > sps.t.ppf(0.975, n - 1)))
+    assert power == pytest.approx(0.8, abs=0.01)  # 3.5 standard errors of the simulated share
+
+
+def test_detectable_effect_without_spread_is_zero():
+    assert stats.detectable_effect(10, 0.0) == 0.0
+
+
 def test_all_differences_zero():
     a = [0.2, 0.5, 1.0]
     d = stats.paired_differences(a, a)

@@ -3,8 +3,8 @@ opens it before the first job and closes it (summary table, plot) after the last
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
@@ -15,17 +15,18 @@ from cortex_exp import tracking
 from cortex_exp.errors import ServiceUnreachable
 from cortex_exp.settings import MetricSettings
 
-PARENT_FILE = "parent_run_id"
+# The parent run id reaches the jobs through the environment: jobs of the basic launcher run in
+# this process, the joblib launcher's workers are started after the parent opens and inherit it.
+# (A file in the sweep folder would make Hydra keep a folder per multirun: conf/config.yaml.)
+PARENT_ENV = "CORTEX_EXP_PARENT_RUN_ID"
 _OPEN_PARENTS: list[tuple[str, str]] = []  # (tracking uri, parent run id) of this process
 
 
 def parent_run_id() -> str | None:
-    """In a multirun job: the parent run id the callback wrote into the sweep folder."""
-    hc = HydraConfig.get()
-    if hc.mode != RunMode.MULTIRUN:
+    """In a multirun job: the parent run id the callback opened."""
+    if HydraConfig.get().mode != RunMode.MULTIRUN:
         return None
-    path = Path(hc.sweep.dir) / PARENT_FILE
-    return path.read_text().strip() if path.exists() else None
+    return os.environ.get(PARENT_ENV) or None
 
 
 class ParentRunCallback(Callback):
@@ -42,15 +43,14 @@ class ParentRunCallback(Callback):
             sys.exit(exc.exit_code)
         swept = [o for o in config.hydra.overrides.task if "," in o.split("=", 1)[-1]]
         self.run_id = open_parent(self.uri, config.mlflow.experiment, swept)
-        sweep_dir = Path(config.hydra.sweep.dir)
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        (sweep_dir / PARENT_FILE).write_text(self.run_id + "\n")
+        os.environ[PARENT_ENV] = self.run_id
         _OPEN_PARENTS.append((self.uri, self.run_id))
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         from cortex_exp.multirun.parent import close_parent
 
         _OPEN_PARENTS.remove((self.uri, self.run_id))
+        os.environ.pop(PARENT_ENV, None)
         primary = MetricSettings(ks=list(config.metrics.ks), primary=config.metrics.primary).primary_metric
         close_parent(self.uri, self.run_id, primary)
         sys.stdout.flush()

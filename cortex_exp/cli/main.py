@@ -1,26 +1,36 @@
 """`python -m cortex_exp [HYDRA OVERRIDES]`: one benchmark run (one row x one retriever);
 `-m` for a multirun. Hydra composes and builds the settings here; the work is the plain
-function `cortex_exp.run.benchmark.run(settings)`."""
+function `cortex_exp.run.benchmark.run(settings)`. Logging is Hydra's job logging with
+`conf/hydra/job_logging/cortex.yaml` (see `cortex_exp.logs`); `hydra.verbose` is the
+verbosity flag."""
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
 
 from cortex_exp.cli.config import register
 from cortex_exp.errors import run_cli
+from cortex_exp.logs import quiet_environment, quiet_progress_bars
+from cortex_exp.settings import CacheSettings
 
 register()  # the schemas must be in the ConfigStore before Hydra composes
+# `${cache_path:${cache.dir}}`: the run's cache folder as the run resolves it (conf/config.yaml
+# keeps Hydra's multirun.yaml there); registered on import, so joblib's workers have it too
+OmegaConf.register_new_resolver("cache_path", lambda d: str(CacheSettings(d).path), replace=True)
 _state = {"task_started": False}
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def _main(cfg: DictConfig) -> None:
     _state["task_started"] = True
+    _job_started()
     from cortex_exp.cli.callbacks import parent_run_id
     from cortex_exp.cli.config import settings_from_cfg
     from cortex_exp.run.benchmark import run
@@ -38,8 +48,20 @@ def _main(cfg: DictConfig) -> None:
     print(f"run_id: {outcome['o'].run_id}", flush=True)
 
 
+def _job_started() -> None:
+    """What Hydra's logging config cannot say: Python warnings through the same handler, the
+    model's loading bar off unless asked for; in a multirun, which job this is (Hydra's own
+    line about it is quiet by default)."""
+    hc = HydraConfig.get()
+    logging.captureWarnings(True)
+    quiet_progress_bars(hc.verbose)
+    if hc.mode == RunMode.MULTIRUN:
+        logging.getLogger("cortex_exp.cli").info(f"job {hc.job.num}: {' '.join(hc.overrides.task)}")
+
+
 def entry() -> None:
     os.environ.setdefault("HYDRA_FULL_ERROR", "0")
+    quiet_environment()
     try:
         _main()
     except SystemExit as exc:

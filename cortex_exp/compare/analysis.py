@@ -16,13 +16,22 @@ from cortex_exp.compare.pairing import (
 )
 from cortex_exp.errors import InputError
 from cortex_exp.metrics import higher_is_better
+from cortex_exp.progress import bar
 
 
-def interval_for(d: np.ndarray, ci: str, groups, seed: int, kind: str, level: float = 0.95) -> stats.Interval:
+def interval_for(
+    d: np.ndarray, ci: str, groups, seed: int, kind: str, level: float = 0.95, done=None
+) -> stats.Interval:
+    """The interval of mean(d); `done(k)` is told of resamples drawn (a progress bar)."""
     if ci == "t":
         return stats.t_interval(d, level)
     rng = np.random.default_rng(seed)  # a fresh generator per metric: same draws whatever --metric says
-    boot = stats.cluster_bootstrap_means(d, groups, rng) if ci == "cluster" else stats.bootstrap_means(d, rng)
+    if ci == "cluster":
+        boot = stats.cluster_bootstrap_means(d, groups, rng)
+        if done is not None:
+            done(len(boot))
+    else:
+        boot = stats.bootstrap_means(d, rng, done=done)
     return stats.bca_interval(d, boot, level) if kind == "bca" else stats.percentile_interval(d, boot, level)
 
 
@@ -45,20 +54,24 @@ def compare_runs(a, b, opts) -> tuple[dict, dict[str, np.ndarray]]:
         ci = "cluster" if groups is not None else "bootstrap"
     metrics, diffs = {}, {}
     names = choose_metrics(rows_a, rows_b, qids, opts.metric)
+    unknown = opts.effects.unknown(names)
+    if unknown:
+        raise InputError(f"--effect {', '.join(unknown)}=...: not a compared metric; compared: {', '.join(names)}")
     # --holm: every interval at the Bonferroni level 1 - 0.05/m (simultaneous), so that the
     # verdict still follows the interval alone; p_value is reported Holm-adjusted.
     level = 1 - 0.05 / len(names) if opts.holm else 0.95
-    for name in names:
-        va, vb = [float(rows_a[q][name]) for q in qids], [float(rows_b[q][name]) for q in qids]
-        d = stats.paired_differences(va, vb)
-        res = stats.analyse(
-            va,
-            vb,
-            higher_is_better=higher_is_better(name),
-            interval=interval_for(d, ci, groups, opts.seed, opts.bootstrap_kind, level),
-            effect=opts.effect,
-        )
-        metrics[name], diffs[name] = res, d
+    with bar(len(names) * stats.N_BOOT, "bootstrap", "resample", enabled=ci != "t") as resampled:
+        for name in names:
+            va, vb = [float(rows_a[q][name]) for q in qids], [float(rows_b[q][name]) for q in qids]
+            d = stats.paired_differences(va, vb)
+            res = stats.analyse(
+                va,
+                vb,
+                higher_is_better=higher_is_better(name),
+                interval=interval_for(d, ci, groups, opts.seed, opts.bootstrap_kind, level, resampled.update),
+                effect=opts.effects.of(name),
+            )
+            metrics[name], diffs[name] = res, d
     decides = ok and not warnings_block(warnings) and a.tag("golden_id") == b.tag("golden_id")
     return _as_json(a, b, qids, metrics, warnings, decides, ci, opts), diffs
 
@@ -87,6 +100,8 @@ def _as_json(a, b, qids, metrics, warnings, decides, ci, opts) -> dict:
             "queries_needed": m.queries_needed,
             "higher_is_better": m.higher_is_better,
             "verdict": m.verdict(),
+            "effect": m.effect.as_dict(),
+            "detectable": {"size": m.effect.on_scale(m.detectable), "value": m.detectable},
         }
     return {
         "run_a": a.run_id,

@@ -13,11 +13,15 @@ import gc
 import json
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
 from cortex_exp.compare.analysis import compare_runs
+from cortex_exp.compare.effect import Effects
 from cortex_exp.errors import InputError, run_cli
+from cortex_exp.logs import configure as configure_logging
 from cortex_exp.metrics import higher_is_better
+from cortex_exp.tables import WIDTH
 
 CI_KINDS = ("t", "bootstrap", "cluster")
 
@@ -42,7 +46,15 @@ def build_parser() -> argparse.ArgumentParser:
         "(Bonferroni level 1 - 0.05/m) and the verdict still follows the interval",
     )
     p.add_argument("--shared-queries", action="store_true", help="compare on the queries both golden sets share")
-    p.add_argument("--effect", type=float, default=0.05, help="effect size for queries_needed (default 0.05)")
+    p.add_argument(
+        "--effect",
+        action="append",
+        metavar="[METRIC=]SIZE",
+        help="the effect queries_needed is for, on each metric's scale: 5%% (of the baseline mean; the "
+        "default), 0.2sd (standard deviations of the differences) or 0.02 (the metric's units); "
+        "METRIC=SIZE for one metric (repeatable)",
+    )
+    p.add_argument("--verbose", action="store_true", help="other libraries' log lines too (MLflow's, ...)")
     p.add_argument("--tracking-uri", help="default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db")
     p.add_argument("--experiment", help="where run names are looked up (default cortex_exp, else all)")
     p.add_argument("--no-log", action="store_true", help="do not log the comparison to MLflow")
@@ -93,12 +105,12 @@ def run_compare(opts, uri: str) -> None:
     for w in result["warnings"]:
         print(w, file=sys.stderr)
     labels = {"a": a.label, "b": b.label, "holm": "yes" if opts.holm else ""}
-    text = json.dumps(result, allow_nan=False) if opts.json else format_table(result, labels, opts.effect)
+    text = json.dumps(result, allow_nan=False) if opts.json else format_table(result, labels)
     print(text, flush=True)
     if opts.no_log and not opts.out:
         return
     with tempfile.TemporaryDirectory(prefix="cortex_compare_") as tmp:
-        files = write_report(result, diffs, labels, opts.effect, opts.out or Path(tmp))
+        files = write_report(result, diffs, labels, opts.out or Path(tmp))
         if not opts.no_log:
             run_id = log_comparison(uri, a, b, result, files)
             print(f"comparison_run_id: {run_id}", file=sys.stderr if opts.json else sys.stdout)
@@ -132,7 +144,8 @@ def run_sweep(opts, uri: str) -> None:
         res = cross_validate(scores, projects, metric, higher_is_better(metric), opts.seed)
         report["metrics"][metric] = res.as_dict()
         if not opts.json:
-            print(f"sweep {parent.label}: {param}, {metric}\n{format_table(res, run_ids)}\n")
+            title = textwrap.fill(f"sweep {parent.label}: {param}, {metric}", WIDTH, subsequent_indent="  ")
+            print(f"{title}\n{format_table(res, run_ids)}\n")
     if opts.json:
         print(json.dumps(report, allow_nan=False))
 
@@ -141,12 +154,12 @@ def _main(argv: list[str] | None) -> None:
     from cortex_exp.tracking import resolve_uri
 
     opts = build_parser().parse_args(argv)
+    configure_logging(verbose=opts.verbose)
     if opts.sweep and opts.runs:
         raise InputError("compare: give either RUN_A RUN_B or --sweep PARENT_RUN, not both")
     if not opts.sweep and len(opts.runs) != 2:
         raise InputError(f"compare: expected two runs RUN_A RUN_B, got {len(opts.runs)}: {' '.join(opts.runs)}")
-    if not opts.effect > 0:
-        raise InputError(f"--effect must be > 0, got {opts.effect}")
+    opts.effects = Effects.parse(opts.effect)
     uri = resolve_uri(opts.tracking_uri)
     (run_sweep if opts.sweep else run_compare)(opts, uri)
 

@@ -7,12 +7,20 @@ per-query differences. Numbers are rounded for reading only — the JSON is neve
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-COLUMNS = ("metric", "mean A", "mean B", "diff", "95% CI", "p", "W/T/L", "verdict", "queries_needed")
+from cortex_exp.tables import WIDTH, table
+
+COLUMNS = ("metric", "mean A", "mean B", "diff", "95% CI", "p", "W/T/L", "verdict")
+POWER_COLUMNS = ("metric", "±half-width", "detectable", "effect", "queries needed")
+POWER_NOTE = (
+    "±half-width: a difference inside it is invisible. detectable: the smallest difference found with "
+    "80% power (4 times in 5). queries needed: to find the effect beside it with 80% power (--effect)."
+)
 
 
 def _fmt_p(p: float) -> str:
@@ -22,10 +30,9 @@ def _fmt_p(p: float) -> str:
 def metric_rows(result: dict) -> list[tuple[str, ...]]:
     rows = []
     for name, m in result["metrics"].items():
-        arrow = "" if m["higher_is_better"] else " (lower better)"
         rows.append(
             (
-                name + arrow,
+                name,
                 f"{m['mean_a']:.4f}",
                 f"{m['mean_b']:.4f}",
                 f"{m['diff']:+.4f}",
@@ -33,20 +40,55 @@ def metric_rows(result: dict) -> list[tuple[str, ...]]:
                 _fmt_p(m["p_value"]),
                 f"{m['wins']}/{m['ties']}/{m['losses']}",
                 m["verdict"],
-                str(m["queries_needed"]),
             )
         )
     return rows
 
 
-def sample_lines(result: dict, effect: float) -> list[str]:
-    """What the sample can see, one line per metric."""
-    n = result["n_queries"]
-    return [
-        f"{name}: with {n} queries, effects below ±{m['half_width']:.4f} are invisible (the interval's "
-        f"half-width); detecting {effect:g} with 80% power needs {m['queries_needed']} queries"
-        for name, m in result["metrics"].items()
-    ]
+def on_scale(size: float, scale: str, given: bool = False) -> str:
+    """A size as its scale states it: `5%` (of the baseline mean), `0.2sd`, `0.02`; a size the
+    user gave (`given`) as typed, a computed one to 3 figures."""
+    if scale == "relative":
+        return f"{size * 100:g}%" if given else f"{size * 100:.1f}%"
+    text = f"{size:g}" if given else f"{size:.2f}" if scale == "sd" else f"{size:.4f}"
+    return text + ("sd" if scale == "sd" else "")
+
+
+def power_rows(result: dict) -> list[tuple[str, ...]]:
+    """What the sample can see, per metric: the interval's half-width, the smallest difference
+    detected with 80% power, the effect asked about and the queries it needs — the last two on
+    the metric's own scale (docs/interface.md §7)."""
+    rows = []
+    for name, m in result["metrics"].items():
+        effect, detectable = m["effect"], m["detectable"]
+        shown = on_scale(detectable["size"], effect["scale"])
+        rows.append(
+            (
+                name,
+                f"{m['half_width']:.4f}",
+                f"{detectable['value']:.4f}" + ("" if effect["scale"] == "absolute" else f" = {shown}"),
+                on_scale(effect["size"], effect["scale"], given=True)
+                + ("" if effect["scale"] == "absolute" else f" = {effect['value']:.4f}"),
+                f"{m['queries_needed']:,}",
+            )
+        )
+    return rows
+
+
+def _notes(result: dict) -> list[str]:
+    lower = [name for name, m in result["metrics"].items() if not m["higher_is_better"]]
+    scales = {m["effect"]["scale"] for m in result["metrics"].values()}
+    notes = [f"lower is better: {', '.join(lower)} (W/T/L and verdicts follow it)"] if lower else []
+    what = {
+        "relative": "% = a share of the baseline's mean (the candidate's where that is 0)",
+        "sd": "sd = standard deviations of the per-query differences B − A",
+    }
+    notes += [what[s] for s in ("relative", "sd") if s in scales]
+    return notes
+
+
+def _power_intro(result: dict) -> str:
+    return f"What {result['n_queries']} paired queries can see (paired t test, two-sided 5%):"
 
 
 def _header(result: dict, labels: dict[str, str]) -> list[str]:
@@ -71,39 +113,56 @@ def _decides_line(result: dict) -> str:
     return "decides: false — reference only (see the warnings above)"
 
 
-def format_table(result: dict, labels: dict[str, str], effect: float) -> str:
-    """The terminal table: header, one row per metric, what the sample can see, decides."""
-    rows = [COLUMNS, *metric_rows(result)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
+def _wrap(lines: list[str]) -> list[str]:
+    return [w for line in lines for w in (textwrap.wrap(line, WIDTH, subsequent_indent="  ") or [""])]
 
-    def line(r):
-        return "  ".join(c.ljust(w) if i in (0, 7) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
 
-    body = [line(rows[0]), "  ".join("-" * w for w in widths), *(line(r) for r in rows[1:])]
+def format_table(result: dict, labels: dict[str, str]) -> str:
+    """The terminal text, no line wider than 100 columns: header, one row per metric, what the
+    sample can see, decides. Every figure unrounded is in the JSON (`--json`) and in MLflow."""
+    metrics = table(COLUMNS, metric_rows(result), left=(COLUMNS.index("verdict"),))
+    power = table(POWER_COLUMNS, power_rows(result), left=(3,))
     return "\n".join(
-        [*_header(result, labels), "", *body, "", *sample_lines(result, effect), "", _decides_line(result)]
+        [
+            *_wrap(_header(result, labels)),
+            "",
+            metrics,
+            *_wrap(_notes(result)[:1]),
+            "",
+            _power_intro(result),
+            power,
+            *_wrap([POWER_NOTE, *_notes(result)[1:]]),
+            "",
+            _decides_line(result),
+        ]
     )
 
 
-def markdown_report(result: dict, labels: dict[str, str], effect: float, plot_name: str | None) -> str:
+def markdown_report(result: dict, labels: dict[str, str], plot_name: str | None) -> str:
     """The same content as the table, as a markdown document for the comparisons run."""
     out = ["# Paired comparison", "", *(f"- {h}" for h in _header(result, labels)), ""]
     if result["warnings"]:
         out += ["## Warnings", "", *(f"- `{w}`" for w in result["warnings"]), ""]
-    out += ["## Metrics", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    out += ["| " + " | ".join(r) + " |" for r in metric_rows(result)]
-    out += ["", "## What the sample can see", "", *(f"- {s}" for s in sample_lines(result, effect))]
+    out += ["## Metrics", "", *_pipe_table(COLUMNS, metric_rows(result))]
+    out += ["", "## What the sample can see", "", _power_intro(result), ""]
+    out += [*_pipe_table(POWER_COLUMNS, power_rows(result)), ""]
+    out += [f"- {n}" for n in [POWER_NOTE, *_notes(result)]]
     out += ["", f"**{_decides_line(result)}**", ""]
     if plot_name:
         out += [f"![sorted per-query differences]({plot_name})", ""]
     return "\n".join(out)
 
 
-def write_report(result: dict, diffs, labels, effect: float, folder: Path) -> list[Path]:
+def _pipe_table(headers: Sequence[str], rows: list[tuple[str, ...]]) -> list[str]:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    return lines + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def write_report(result: dict, diffs, labels, folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     png = plot_differences(result, diffs, folder / "diffs.png")
     md = folder / "report.md"
-    md.write_text(markdown_report(result, labels, effect, png.name), encoding="utf-8")
+    md.write_text(markdown_report(result, labels, png.name), encoding="utf-8")
     data = folder / "compare.json"
     data.write_text(json.dumps(result, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     return [md, png, data]

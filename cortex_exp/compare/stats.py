@@ -9,18 +9,20 @@ or the two score vectors, and returns plain Python floats and ints: never NaN or
 - `bootstrap_means` / `cluster_bootstrap_means`: seeded resampling distributions of the mean
   difference (queries, or whole projects with all their queries).
 - `percentile_interval` / `bca_interval`: intervals from such a distribution.
-- `holm`, `win_tie_loss`, `queries_needed`, `analyse` (all of it for one metric).
+- `holm`, `win_tie_loss`, `queries_needed`, `detectable_effect`, `analyse` (all of it for one
+  metric, with the effect on the metric's own scale: `cortex_exp.compare.effect`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
 
+from cortex_exp.compare.effect import DEFAULT, Effect, ResolvedEffect
 from cortex_exp.errors import InputError
 
 LEVEL = 0.95
@@ -82,15 +84,20 @@ def t_interval(d: np.ndarray, level: float = LEVEL) -> Interval:
     return Interval(low, high, min(1.0, p))
 
 
-def bootstrap_means(d: np.ndarray, rng: np.random.Generator, n_boot: int = N_BOOT) -> np.ndarray:
+def bootstrap_means(
+    d: np.ndarray, rng: np.random.Generator, n_boot: int = N_BOOT, done: Callable[[int], object] | None = None
+) -> np.ndarray:
     """Means of `n_boot` resamples of the queries, drawn with replacement (in blocks of about
-    2M draws, so 10,000 resamples of a 50,000-query set stay within tens of MB)."""
+    2M draws, so 10,000 resamples of a 50,000-query set stay within tens of MB); `done` is told
+    how many resamples each block drew (a progress bar)."""
     n = len(d)
     block = max(1, BLOCK_DRAWS // n)
     out = np.empty(n_boot)
     for start in range(0, n_boot, block):
         stop = min(n_boot, start + block)
         out[start:stop] = d[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
+        if done is not None:
+            done(stop - start)
     return out
 
 
@@ -185,10 +192,10 @@ def queries_needed(sd: float, effect: float = 0.05, power: float = 0.8, alpha: f
     differences. Starts from the normal formula n = ((z_{1-alpha/2} + z_power) * sd / effect)^2
     and steps to the exact noncentral-t answer (what G*Power and R's power.t.test compute).
     Zero spread: 2, the fewest a paired test can use."""
-    if not effect > 0 or not math.isfinite(effect):
-        raise InputError(f"--effect must be a number > 0, got {effect}")
     if not sd > 0 or not math.isfinite(sd):
         return 2
+    if not effect > 0 or not math.isfinite(effect):
+        raise InputError(f"--effect must be a number > 0, got {effect}")
     z = special.ndtri(1 - alpha / 2) + special.ndtri(power)
     n = max(2, math.ceil((z * sd / effect) ** 2))
     while paired_t_power(n, effect, sd, alpha) < power:
@@ -196,6 +203,26 @@ def queries_needed(sd: float, effect: float = 0.05, power: float = 0.8, alpha: f
     while n > 2 and paired_t_power(n - 1, effect, sd, alpha) >= power:
         n -= 1
     return n
+
+
+def detectable_effect(n: int, sd: float, power: float = 0.8, alpha: float = 0.05) -> float:
+    """The smallest mean difference that the two-sided paired t test (level `alpha`) on `n`
+    pairs detects with probability `power`, given the standard deviation `sd` of the
+    differences: the inverse of `queries_needed` (R's power.t.test(n=, sd=, power=,
+    type="paired") solving for delta). Bisection on the exact noncentral-t power, from the
+    normal formula's answer. Zero spread: 0.0 (any difference is certain)."""
+    if not sd > 0 or not math.isfinite(sd):
+        return 0.0
+    if n < 2:
+        raise InputError(f"a paired t test needs at least 2 pairs, got {n}")
+    z = float(special.ndtri(1 - alpha / 2) + special.ndtri(power))
+    low, high = 0.0, max(z * sd / math.sqrt(n), sd * 1e-6)
+    while paired_t_power(n, high, sd, alpha) < power:
+        low, high = high, high * 2.0
+    while high - low > 1e-12 * high:
+        mid = (low + high) / 2.0
+        low, high = (low, mid) if paired_t_power(n, mid, sd, alpha) >= power else (mid, high)
+    return high
 
 
 @dataclass(frozen=True)
@@ -209,6 +236,8 @@ class MetricResult:
     losses: int
     queries_needed: int
     higher_is_better: bool
+    effect: ResolvedEffect  # what queries_needed is computed for
+    detectable: float  # the smallest difference these queries detect with 80% power
 
     def verdict(self, p_value: float | None = None, alpha: float = 0.05) -> str:
         """`indistinguishable` when the interval holds 0 (or an adjusted p is >= alpha)."""
@@ -223,20 +252,25 @@ def analyse(
     *,
     higher_is_better: bool,
     interval: Interval | None = None,
-    effect: float = 0.05,
+    effect: Effect = DEFAULT,
 ) -> MetricResult:
-    """All figures of one metric; `interval` defaults to the paired t interval."""
+    """All figures of one metric; `interval` defaults to the paired t interval, `effect` is
+    put on the metric's scale (`Effect.resolve`) before `queries_needed` is computed for it."""
     d = paired_differences(a, b)
     sd = float(np.std(d, ddof=1))
+    mean_a, mean_b = float(np.mean(a)), float(np.mean(b))
+    resolved = effect.resolve(mean_a, mean_b, sd)
     wins, ties, losses = win_tie_loss(d, higher_is_better)
     return MetricResult(
-        mean_a=float(np.mean(a)),
-        mean_b=float(np.mean(b)),
+        mean_a=mean_a,
+        mean_b=mean_b,
         diff=float(np.mean(d)),
         interval=interval if interval is not None else t_interval(d),
         wins=wins,
         ties=ties,
         losses=losses,
-        queries_needed=queries_needed(sd, effect),
+        queries_needed=queries_needed(sd, resolved.value),
         higher_is_better=higher_is_better,
+        effect=resolved,
+        detectable=detectable_effect(len(d), sd),
     )

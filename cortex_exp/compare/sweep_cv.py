@@ -12,12 +12,14 @@ Pure Python and numpy: no MLflow here (see `compare.run_sweep` for the wiring).
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from cortex_exp.errors import InputError
+from cortex_exp.tables import WIDTH
 
 K_FOLDS = 5
 SWEEP_PARAM = "retriever.fusion.weight"
@@ -187,12 +189,12 @@ def format_table(result: SweepResult, run_ids: dict[float, str] | None = None) -
         lines.append(f"{w:>8g}  {m:>14.4f}  {(run_ids or {}).get(w, '')}{mark}")
     counts = {w: result.fold_choices.count(w) for w in result.weights if w in result.fold_choices}
     chosen = ", ".join(f"{w:g}×{n}" for w, n in counts.items())
-    lines += [
-        "",
+    notes = [
         f"in-sample best: weight {result.best_weight:g}, {result.metric} = {result.in_sample:.4f} "
         f"(chosen and scored on the same {result.n_queries} queries)",
         f"cross-validated estimate: {result.cv_estimate:.4f} ({result.cv_kind}, {result.n_folds} folds; "
         f"weights chosen per fold: {chosen})",
         f"optimism: {result.optimism:+.4f} (in-sample minus cross-validated, in the metric's direction)",
     ]
+    lines += ["", *(w for note in notes for w in textwrap.wrap(note, WIDTH, subsequent_indent="  "))]
     return "\n".join(lines)

@@ -3,13 +3,17 @@ that decides and the others as reference; in a sweep of one row, the best job ma
 
 from __future__ import annotations
 
+import textwrap
+
 from cortex_exp.metrics import higher_is_better, sort_key
 from cortex_exp.rows import ROWS
-from cortex_exp.tables import table
+from cortex_exp.tables import WIDTH, table
 
 
 def summary(children: list[dict], primary: str | None) -> str:
-    """One table: a line per job; `core` marked as the row that decides, the best marked."""
+    """One table: a line per job; `core` marked as the row that decides, the best marked. The
+    run, role and best columns name a line: a table wider than the terminal's 100 columns
+    repeats them in each block of metrics (`cortex_exp.tables`)."""
     finished = [c for c in children if c["status"] == "FINISHED"]
     if not finished:
         return "no job finished"
@@ -35,7 +39,8 @@ def summary(children: list[dict], primary: str | None) -> str:
         else f"\n* best by {primary}."
     )
     note += f"  {failed} job(s) did not finish." if failed else ""
-    return table(["run", "role"] + (["best"] if best is not None else []) + names, rows) + note
+    headers = ["run", "role"] + (["best"] if best is not None else [])
+    return table(headers + names, rows, keys=len(headers)) + "\n" + textwrap.fill(note.strip(), WIDTH)
 
 
 def _order(child: dict):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cortex_exp.data.corpus import Corpus
+from cortex_exp.progress import bar
 from cortex_exp.retrievers.base import Index, Ranking, Retriever, ranking_from_scores
 from cortex_exp.retrievers.tokenize import whitespace
 from cortex_exp.settings import check, is_number
@@ -51,7 +52,11 @@ class _Bm25V1Index(Index):
 
         self.ids = [d.id for d in corpus.docs]
         # rank_bm25 divides by the average document length: keep empty documents one token long
-        tokens = [whitespace(d.content) or [""] for d in corpus.docs]
+        tokens = []
+        with bar(len(corpus.docs), "indexing lexical (bm25_v1)", "doc") as done:
+            for d in corpus.docs:
+                tokens.append(whitespace(d.content) or [""])
+                done.update()
         self.bm25 = BM25Okapi(tokens, k1=spec.k1, b=spec.b, epsilon=spec.epsilon)
 
     def search(self, queries: Sequence[str], k: int) -> list[Ranking]:

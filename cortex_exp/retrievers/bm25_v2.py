@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cortex_exp.data.corpus import Corpus
+from cortex_exp.progress import bar
 from cortex_exp.retrievers.base import EMPTY, Index, Ranking, Retriever, ranking_from_scores
 from cortex_exp.retrievers.tokenize import identifier_aware
 from cortex_exp.settings import check, is_int, is_number
@@ -52,7 +53,11 @@ class _Bm25V2Index(Index):
         import bm25s
 
         self.ids = [d.id for d in corpus.docs]
-        docs_tokens = [identifier_aware(d.title) * spec.title_weight + identifier_aware(d.text) for d in corpus.docs]
+        docs_tokens = []
+        with bar(len(corpus.docs), "indexing lexical (bm25_v2)", "doc") as done:
+            for d in corpus.docs:
+                docs_tokens.append(identifier_aware(d.title) * spec.title_weight + identifier_aware(d.text))
+                done.update()
         # map tokens to ids ourselves so that query terms unknown to the corpus are dropped
         self.vocab: dict[str, int] = {}
         ids = [[self.vocab.setdefault(t, len(self.vocab)) for t in toks] for toks in docs_tokens]

@@ -15,16 +15,15 @@ import http.client
 import json
 import os
 import socket
-import sys
 import urllib.error
 import urllib.request
 from abc import ABC, abstractmethod
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from cortex_exp.errors import ComponentError
+from cortex_exp.progress import bar
 
 LOCAL_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -106,9 +105,7 @@ class LocalEncoder(Encoder):
         # longest first, as sentence-transformers does, so that batches pad little
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        with tqdm(
-            total=len(texts), desc="dense: encoding", unit="text", file=sys.stderr, disable=not self.show_progress
-        ) as bar:
+        with bar(len(texts), "dense: encoding", "text", enabled=self.show_progress) as done:
             for start in range(0, len(order), self.batch_size):
                 rows = order[start : start + self.batch_size]
                 out[rows] = model.encode(
@@ -118,7 +115,7 @@ class LocalEncoder(Encoder):
                     convert_to_numpy=True,
                     normalize_embeddings=True,
                 )
-                bar.update(len(rows))
+                done.update(len(rows))
         return out
 
 

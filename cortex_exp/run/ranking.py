@@ -8,11 +8,14 @@ from collections.abc import Callable
 
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.errors import ComponentError, GateRefused
+from cortex_exp.progress import bar
 from cortex_exp.retrievers.base import EMPTY, Index, Ranking
 from cortex_exp.run.indexes import identity, with_cache_dir
 from cortex_exp.run.log import log
 from cortex_exp.run.ranking_cache import cache_key, cached_rankings
 from cortex_exp.settings import RunSettings
+
+CHUNK = 64  # queries per search call: the dense side's default batch, so encoding is not slowed
 
 
 def rank_components(
@@ -43,9 +46,14 @@ def rank_components(
 def search(index: Index, name: str, texts: list[str], depth: int) -> list[Ranking]:
     """`index.search`, held to the shape the run relies on: one ranking per query, each a pair
     of equally long id and score sequences, at most `depth` long. Whatever the component
-    raises, or a wrong shape, is that component failing (`ComponentError`), not a bug of the run."""
+    raises, or a wrong shape, is that component failing (`ComponentError`), not a bug of the run.
+    The queries go `CHUNK` at a time, so that a progress bar can follow them."""
     try:
-        result = index.search(texts, depth)
+        result = []
+        with bar(len(texts), f"ranking {name}", "query") as done:
+            for start in range(0, len(texts), CHUNK):
+                result.extend(index.search(texts[start : start + CHUNK], depth))
+                done.update(len(texts[start : start + CHUNK]))
         rankings = [Ranking(tuple(r[0]), tuple(float(s) for s in r[1])) for r in result]
     except ComponentError:
         raise
