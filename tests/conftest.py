@@ -128,13 +128,11 @@ def compose(overrides: list[str]):
     return settings_from_cfg(cfg, dict(cfg.hydra.runtime.choices))
 
 
-@pytest.fixture
-def demo_dir(tmp_path_factory):
-    """A working directory holding the generated demo data and its golden set (built once per test)."""
+def build_demo(root: Path) -> Path:
+    """The generated demo data and its golden set under `root` (data/demo/, golden/demo/)."""
     from cortex_exp.run.prepare import prepare_data
     from cortex_exp.settings import DataSettings
 
-    root = tmp_path_factory.mktemp("demo")
     data = DataSettings(
         corpus=str(root / "data/demo/corpus.jsonl"),
         golden=str(root / "golden/demo"),
@@ -144,6 +142,12 @@ def demo_dir(tmp_path_factory):
     )
     prepare_data(data, lambda m: None)
     return root
+
+
+@pytest.fixture
+def demo_dir(tmp_path_factory):
+    """A working directory holding the generated demo data and its golden set (built once per test)."""
+    return build_demo(tmp_path_factory.mktemp("demo"))
 
 
 def files_overrides(root: Path, uri: str) -> list[str]:
