@@ -12,7 +12,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from cortex_exp import tracking
-from cortex_exp.errors import ServiceUnreachable
+from cortex_exp.errors import InputError, ServiceUnreachable
 from cortex_exp.settings import MetricSettings
 
 PARENT_FILE = "parent_run_id"
@@ -25,7 +25,13 @@ def parent_run_id() -> str | None:
     if hc.mode != RunMode.MULTIRUN:
         return None
     path = Path(hc.sweep.dir) / PARENT_FILE
-    return path.read_text().strip() if path.exists() else None
+    if not path.exists():  # never log a job outside its parent: say why and stop
+        raise InputError(
+            f"{path} is missing: this job does not see the sweep folder its multirun started in "
+            "(a Ray node without the shared file system?); start the multirun in a folder every "
+            "node sees, or set hydra.sweep.dir to one"
+        )
+    return path.read_text().strip()
 
 
 class ParentRunCallback(Callback):
