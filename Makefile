@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-stamp
 WHEELS := $(wildcard /opt/wheels)
 FIND_LINKS := $(if $(WHEELS),--find-links $(WHEELS),)
 
-.PHONY: run test test-fast test-slow lint bench clean
+.PHONY: run test test-fast test-slow lint postgresql bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,13 +25,22 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check --no-cache cortex_exp tests bench examples
 	$(VENV)/bin/ruff format --no-cache --check cortex_exp tests bench examples
 
-test: lint
+# The slow tier starts a PostgreSQL server of its own (tests/test_team_setup.py): Debian's
+# package, installed when this machine has none (no initdb on PATH nor under /usr/lib/postgresql).
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+postgresql:
+	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  command -v apt-get >/dev/null || { echo "PostgreSQL is missing (initdb, postgres): install it, then make test" >&2; exit 1; }; \
+	  echo "installing PostgreSQL (Debian package postgresql)"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
+
+test: lint postgresql
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 test-fast: lint
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" tests
 
-test-slow: $(STAMP)
+test-slow: $(STAMP) postgresql
 	$(PY) -m pytest -q -p no:cacheprovider -m slow tests
 
 bench: $(STAMP)

@@ -128,13 +128,11 @@ def compose(overrides: list[str]):
     return settings_from_cfg(cfg, dict(cfg.hydra.runtime.choices))
 
 
-@pytest.fixture
-def demo_dir(tmp_path_factory):
-    """A working directory holding the generated demo data and its golden set (built once per test)."""
+def build_demo(root: Path) -> Path:
+    """The generated demo data and its golden set under `root` (data/demo/, golden/demo/)."""
     from cortex_exp.run.prepare import prepare_data
     from cortex_exp.settings import DataSettings
 
-    root = tmp_path_factory.mktemp("demo")
     data = DataSettings(
         corpus=str(root / "data/demo/corpus.jsonl"),
         golden=str(root / "golden/demo"),
@@ -146,6 +144,12 @@ def demo_dir(tmp_path_factory):
     return root
 
 
+@pytest.fixture
+def demo_dir(tmp_path_factory):
+    """A working directory holding the generated demo data and its golden set (built once per test)."""
+    return build_demo(tmp_path_factory.mktemp("demo"))
+
+
 def files_overrides(root: Path, uri: str) -> list[str]:
     return [
         "data=files",
@@ -154,3 +158,11 @@ def files_overrides(root: Path, uri: str) -> list[str]:
         f"data.serves={root}/data/demo/serves.jsonl",
         f"mlflow.tracking_uri={uri}",
     ]
+
+
+def first_block(lines: list[str]) -> list[str]:
+    """The summary table's first block of columns (a table wider than 100 columns comes in
+    blocks, each repeating the run and role columns): its header, rule and one line per job."""
+    start = lines.index(next(line for line in lines if line.startswith("run ")))
+    end = lines.index("", start) if "" in lines[start:] else len(lines)
+    return lines[start:end]

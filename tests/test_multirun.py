@@ -3,19 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from conftest import files_overrides, run_cli
+from conftest import files_overrides, first_block, run_cli
 from mlflow.tracking import MlflowClient
 
 pytestmark = pytest.mark.slow
 ROWS = ["core", "graph", "graph_boosts", "graph_boosts_honest", "graph_boosts_honest_full"]
-
-
-def first_block(lines: list[str]) -> list[str]:
-    """The summary table's first block of columns (a table wider than 100 columns comes in
-    blocks, each repeating the run and role columns): its header, rule and one line per job."""
-    start = lines.index(next(line for line in lines if line.startswith("run ")))
-    end = lines.index("", start) if "" in lines[start:] else len(lines)
-    return lines[start:end]
 
 
 @pytest.mark.parametrize("launcher", ["basic", "joblib"])

@@ -12,7 +12,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from cortex_exp import tracking
-from cortex_exp.errors import ServiceUnreachable
+from cortex_exp.errors import InputError, ServiceUnreachable
 from cortex_exp.settings import MetricSettings
 
 # The parent run id reaches the jobs through the environment: jobs of the basic launcher run in
@@ -26,7 +26,14 @@ def parent_run_id() -> str | None:
     """In a multirun job: the parent run id the callback opened."""
     if HydraConfig.get().mode != RunMode.MULTIRUN:
         return None
-    return os.environ.get(PARENT_ENV) or None
+    parent = os.environ.get(PARENT_ENV)
+    if not parent:  # never log a job outside its parent: say why and stop
+        raise InputError(
+            f"{PARENT_ENV} is not set in this multirun job: its launcher started it in a process that "
+            "does not inherit the driver's environment; forward the variable to the workers "
+            "(hydra/launcher=ray_cluster does)"
+        )
+    return parent
 
 
 class ParentRunCallback(Callback):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -27,9 +28,20 @@ OmegaConf.register_new_resolver("cache_path", lambda d: str(CacheSettings(d).pat
 _state = {"task_started": False}
 
 
+def _in_launch_dir() -> None:
+    """A multirun job run by another process works in the folder the multirun was started in,
+    as under the basic launcher, when its machine has that folder: a Ray worker starts in the
+    cluster's folder, where relative paths (data, cache, the sqlite store) would mean another file."""
+    hc = HydraConfig.get()
+    launch_dir = Path(hc.runtime.cwd)
+    if hc.mode == RunMode.MULTIRUN and not hc.job.chdir and launch_dir.is_dir() and Path.cwd() != launch_dir:
+        os.chdir(launch_dir)
+
+
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def _main(cfg: DictConfig) -> None:
     _state["task_started"] = True
+    _in_launch_dir()
     _job_started()
     from cortex_exp.cli.callbacks import parent_run_id
     from cortex_exp.cli.config import settings_from_cfg
