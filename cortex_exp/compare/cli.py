@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import math
 import sys
 import tempfile
 from pathlib import Path
@@ -145,8 +146,8 @@ def _main(argv: list[str] | None) -> None:
         raise InputError("compare: give either RUN_A RUN_B or --sweep PARENT_RUN, not both")
     if not opts.sweep and len(opts.runs) != 2:
         raise InputError(f"compare: expected two runs RUN_A RUN_B, got {len(opts.runs)}: {' '.join(opts.runs)}")
-    if not opts.effect > 0:
-        raise InputError(f"--effect must be > 0, got {opts.effect}")
+    if not (math.isfinite(opts.effect) and opts.effect > 0):
+        raise InputError(f"--effect must be a finite number > 0, got {opts.effect}")
     uri = resolve_uri(opts.tracking_uri)
     (run_sweep if opts.sweep else run_compare)(opts, uri)
 
