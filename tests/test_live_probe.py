@@ -5,13 +5,11 @@ model of the same dimension, or one of another dimension."""
 
 from __future__ import annotations
 
-import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
+from embedding_server import EmbeddingServer
 from fake_encoder import FakeEncoder
 
 from cortex_exp.data.corpus import Corpus, Document
@@ -33,42 +31,6 @@ def reversed_one_hot(text):  # another model with the same dimension: the keywor
 
 def wider(text):  # another model: one dimension more
     return [*FAKE.vector(text).tolist(), 1.0]
-
-
-class EmbeddingServer:
-    """`POST /v1/embeddings` answered with `embed(text)` per input, after `sleep` seconds."""
-
-    def __init__(self, embed, sleep: float = 0.0):
-        server = self
-        self.embed, self.requests = embed, []
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(body["input"])
-                time.sleep(sleep)
-                data = [{"index": i, "embedding": server.embed(t)} for i, t in enumerate(body["input"])]
-                payload = json.dumps({"data": data}).encode()
-                try:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture
