@@ -82,7 +82,7 @@ def _read_judgments(path: Path, qids: set[str]) -> list[Judgment]:
         if not ok:
             continue
         judgment = Judgment(obj["qid"], obj["doc_id"], obj["label"])
-        problem = judgment_clash(judgment, first, line)
+        problem = judgment_clash(judgment, first, f"line {line}")
         if problem:
             problems.add(line, problem)
             continue
@@ -91,7 +91,7 @@ def _read_judgments(path: Path, qids: set[str]) -> list[Judgment]:
     return judgments
 
 
-def _read_hashes(folder: Path, manifest: dict) -> dict[str, str]:
+def _read_hashes(folder: Path) -> dict[str, str]:
     path = folder / CORPUS_HASHES
     if not path.exists():
         return {}
@@ -117,6 +117,6 @@ def load_golden(folder: Path) -> GoldenSet:
     manifest = read_manifest(folder)
     queries = _read_queries(folder / QUERIES)
     judgments = _read_judgments(folder / JUDGMENTS, {q.qid for q in queries})
-    golden = GoldenSet(queries, judgments, manifest, _read_hashes(folder, manifest), folder)
+    golden = GoldenSet(queries, judgments, manifest, _read_hashes(folder), folder)
     check_stored(golden)
     return golden

@@ -135,19 +135,20 @@ def rebuild_command(golden_dir: Path) -> str:
     return f"python -m cortex_exp.golden rebuild {golden_dir}"
 
 
-def judgment_clash(judgment: Judgment, first: dict, where) -> str | None:
-    """A problem when (qid, doc_id) was judged before (`first` maps it to (label, where)), else
-    None after recording it: judged twice is a duplicate, positive and noise a conflict."""
+def judgment_clash(judgment: Judgment, first: dict, where: str) -> str | None:
+    """A problem when (qid, doc_id) was judged before (`first` maps it to (label, where), e.g.
+    "line 3"), else None after recording it: judged twice is a duplicate, positive and noise a
+    conflict."""
     key = (judgment.qid, judgment.doc_id)
     if key not in first:
         first[key] = (judgment.label, where)
         return None
     label, at = first[key]
     if label == judgment.label:
-        return f"duplicate judgment of {judgment.doc_id!r} for qid {judgment.qid!r} (first on line {at})"
+        return f"duplicate judgment of {judgment.doc_id!r} for qid {judgment.qid!r} (first at {at})"
     return (
         f"conflicting judgments of {judgment.doc_id!r} for qid {judgment.qid!r}: {judgment.label} here, "
-        f"{label} on line {at}; keep one"
+        f"{label} at {at}; keep one"
     )
 
 
