@@ -162,7 +162,7 @@ def test_a_shard_that_does_not_verify_is_discarded_and_encoded_again(tmp_path, c
     tamper(shard)
     warm, encoder = _encode(tmp_path)
     err = capsys.readouterr().err
-    assert f"WARNING: CACHE {shard}: embedding shard" in err and reason in err
+    assert f"WARNING: CACHE {shard}: " in err and reason in err
     assert np.array_equal(warm, cold) and encoder.encoded == len(TEXTS)
     assert not shard.exists()  # discarded: the next run does not warn again
     _, again = _encode(tmp_path)

@@ -94,7 +94,7 @@ def test_a_shuffled_query_embedding_shard_warns_and_changes_nothing(core, cache,
         np.savez(fh, **data)
     capsys.readouterr()
     warm = run(settings)
-    assert f"WARNING: CACHE {shard}: embedding shard" in capsys.readouterr().err
+    assert f"WARNING: CACHE {shard}: the shard's content does not match its digest" in capsys.readouterr().err
     assert warm.per_query == cold.per_query
 
 

@@ -90,7 +90,7 @@ class EmbeddingCache:
         except FileNotFoundError:
             return  # merged away by another process's compaction; its rows are in the new shard
         except Exception as exc:  # whatever a damaged file raises, it is discarded (warned), never fatal
-            return self._discard(path, f"unreadable ({type(exc).__name__}: {exc})")
+            return self._discard(path, f"unreadable shard ({type(exc).__name__}: {exc})")
         problem = self._problem(keys, vectors, digest)
         if problem:
             return self._discard(path, problem)
@@ -100,17 +100,17 @@ class EmbeddingCache:
 
     def _problem(self, keys: np.ndarray, vectors: np.ndarray, digest: np.ndarray | None) -> str | None:
         if keys.dtype != np.uint8 or keys.shape[1:] != (32,) or vectors.ndim != 2 or len(keys) != len(vectors):
-            return f"malformed (keys {keys.dtype} {keys.shape}, vectors {vectors.shape})"
+            return f"malformed shard (keys {keys.dtype} {keys.shape}, vectors {vectors.shape})"
         if vectors.dtype != np.float32:
-            return f"malformed (vectors of {vectors.dtype}, expected float32)"
+            return f"malformed shard (vectors of {vectors.dtype}, expected float32)"
         if digest is None:
-            return "holds no digest of its content (written before digests, or not by cortex_exp)"
+            return "the shard holds no digest of its content (written before digests, or not by cortex_exp)"
         if digest.dtype != np.uint8 or not np.array_equal(digest, self.digest(keys, vectors)):
-            return "its content does not match its digest (edited, shuffled or damaged)"
+            return "the shard's content does not match its digest (edited, shuffled or damaged)"
         return None
 
     def _discard(self, path: Path, why: str) -> None:
-        warn(f"{path}: embedding shard {why}; discarded, its texts will be encoded again")
+        warn(f"{path}: {why}; discarded, its texts will be encoded again")
         path.unlink(missing_ok=True)
 
     def get(self, keys: list[bytes]) -> list[np.ndarray | None]:
