@@ -81,18 +81,30 @@ def quiet_progress_bars(verbose: bool | str | Sequence[str] | None) -> None:
 
 
 class ConsoleHandler(logging.StreamHandler):
-    """The one stderr handler `configure` installs (found again by its class to be replaced)."""
+    """The one stderr handler `configure` installs (found again by its class to be replaced).
+    It writes to whatever `sys.stderr` is when a record comes (a redirection, a test's capture)."""
+
+    def __init__(self):
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):  # StreamHandler sets it once; the current sys.stderr wins
+        pass
 
 
 def configure(verbose: bool | str | Sequence[str] | None = False) -> None:
     """The set-up for a command that Hydra does not configure (compare): one stderr handler
     with the filter and the format above; cortex_exp at INFO; everything else at WARNING unless
     `verbose` (True: everything at DEBUG) says otherwise. Called again, it replaces its handler
-    (bound to the current `sys.stderr`) and leaves any other handler alone."""
+    and leaves any other handler alone."""
     quiet_environment()
     quiet_progress_bars(verbose)
     everything, names = verbose_names(verbose)
-    handler = ConsoleHandler(sys.stderr)
+    handler = ConsoleHandler()
     handler.setFormatter(ConsoleFormatter())
     handler.addFilter(QuietThirdParty(verbose))
     root = logging.getLogger()

@@ -84,6 +84,15 @@ def tiny(tmp_path):
     return (write_jsonl(tmp_path / "corpus.jsonl", TINY_DOCS), write_jsonl(tmp_path / "serves.jsonl", TINY_SERVES))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def command_logging():
+    """Logging set up as every command sets it up (progress notes and WARNING lines on stderr),
+    so that a test calling the run in-process sees on stderr what a user would."""
+    from cortex_exp.logs import configure
+
+    configure()
+
+
 @pytest.fixture(autouse=True)
 def cache_in_tmp(tmp_path_factory, monkeypatch):
     """Every test keeps its rankings and embeddings in a folder of its own, never in the source

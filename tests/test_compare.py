@@ -210,6 +210,13 @@ def test_degraded_run_does_not_decide(store, capsys):
     assert code == 0 and res["decides"] is False and "WARNING: DEGRADED" in err
 
 
+def test_a_run_compared_with_itself_warns_and_does_not_decide(store, capsys):
+    uri, runs = store
+    code, res, err = run_json(capsys, uri, runs["v1"], runs["v1"])
+    assert code == 0 and res["decides"] is False
+    assert "WARNING: SAME RUN" in err and any(w.startswith("WARNING: SAME RUN") for w in res["warnings"])
+
+
 def test_identical_runs_give_zero_interval(store, capsys):
     uri, runs = store
     code, res, _ = run_json(capsys, uri, runs["v1"], runs["same"], "--ci", "bootstrap", "--holm")

@@ -77,6 +77,12 @@ def fingerprint_warning(a, b, rows_a, rows_b, qids) -> str | None:
 def status_warnings(a, b) -> tuple[list[str], bool]:
     """Warnings about how the runs were made, and whether they still allow a decision."""
     out, ok = [], True
+    if a.run_id == b.run_id:
+        ok = False
+        out.append(
+            f"WARNING: SAME RUN: run A and run B are both {a.label}; every difference is 0 by "
+            "construction, so this comparison does not decide (name two different runs)"
+        )
     rows = {"A": a.tag("row") or "?", "B": b.tag("row") or "?"}
     if set(rows.values()) != {"core"}:
         ok = False

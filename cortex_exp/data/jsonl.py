@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from cortex_exp.data.files import parse_json, read_input
 from cortex_exp.errors import InputError
 
 MAX_PROBLEMS = 50
@@ -41,13 +42,7 @@ class Problems:
 
 def iter_jsonl(path: Path, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for every well-formed, non-blank line; record the rest."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, expected a .jsonl file") from None
+    raw = read_input(Path(path), "a .jsonl file")
     for number, line in enumerate(raw.split(b"\n"), start=1):
         if not line.strip():
             continue
@@ -57,9 +52,9 @@ def iter_jsonl(path: Path, problems: Problems) -> Iterator[tuple[int, dict[str, 
             problems.add(number, f"not UTF-8: byte 0x{line[exc.start]:02x} at column {exc.start + 1}")
             continue
         try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            problems.add(number, f"malformed JSON: {exc.msg} at column {exc.colno}")
+            obj = parse_json(text)
+        except ValueError as exc:
+            problems.add(number, str(exc))
             continue
         if not isinstance(obj, dict):
             problems.add(number, f"expected a JSON object, got {type(obj).__name__}")
@@ -91,8 +86,16 @@ def check_field(
     )
     if not ok:
         want = " or ".join(_TYPE_NAMES.get(t, "null" if t is type(None) else t.__name__) for t in types)
-        problems.add(line, f"field {prefix}{key!r} must be {want}, got {json.dumps(value)[:60]}")
+        problems.add(line, f"field {prefix}{key!r} must be {want}, got {brief(value)}")
     return ok
+
+
+def brief(value: Any, width: int = 60) -> str:
+    """A value as JSON, cut to `width` characters, for a message (never raises)."""
+    try:
+        return json.dumps(value)[:width]
+    except (RecursionError, ValueError, TypeError):
+        return f"a {type(value).__name__}"
 
 
 def write_jsonl(path: Path, rows) -> None:

@@ -7,12 +7,13 @@ metrics) never imports it, so the `core` row is blind to the labels by construct
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from cortex_exp.data.jsonl import Problems, check_field, iter_jsonl
 
 CHANNELS = ("always", "search", "graph", "boost")
+CLOCK_SKEW = timedelta(minutes=5)  # a serve logged this far past our clock is still accepted
 VERDICTS = ("helped", "noise", "wrong")
 
 
@@ -40,10 +41,46 @@ def _parse_ts(value: str) -> datetime | None:
         return None
 
 
-def load_serves(path: Path) -> list[Serve]:
-    """Load and validate `serves.jsonl`; raise `InputError` listing every problem."""
+class _Clock:
+    """The time checks of one serve log: one kind of timestamp (all with a time zone, or all
+    without: then read as UTC), none in the future. `check` gives the UTC time or a problem."""
+
+    def __init__(self, now: datetime | None):
+        now = now or datetime.now(UTC)
+        self.now = now if now.tzinfo else now.replace(tzinfo=UTC)
+        self.kind: tuple[bool, int] | None = None  # (aware?, line) of the first timestamp
+
+    def check(self, raw: str, line: int) -> datetime | str:
+        ts = _parse_ts(raw)
+        if ts is None:
+            return f"field 'ts' is not ISO-8601: {raw!r}"
+        aware = ts.tzinfo is not None
+        self.kind = self.kind or (aware, line)
+        if aware != self.kind[0]:
+            has = ("has a time zone", "has none") if aware else ("has no time zone", "has one")
+            return (
+                f"field 'ts' {raw!r} {has[0]} but line {self.kind[1]}'s {has[1]}; a serve log must not "
+                "mix the two: give every timestamp its offset (e.g. 2026-11-20T10:00:00Z)"
+            )
+        try:
+            utc = ts.astimezone(UTC) if aware else ts.replace(tzinfo=UTC)
+        except OverflowError:
+            return f"field 'ts' {raw!r} is out of range once converted to UTC"
+        if utc > self.now + CLOCK_SKEW:
+            return (
+                f"field 'ts' {raw!r} is in the future (now is {self.now.isoformat(timespec='seconds')}); "
+                "a serve is logged after it happened (a local time without its offset?)"
+            )
+        return utc
+
+
+def load_serves(path: Path, now: datetime | None = None) -> list[Serve]:
+    """Load and validate `serves.jsonl`; raise `InputError` listing every problem.
+
+    Timestamps come back in UTC; naive ones (all or none of the log) are read as UTC."""
     path = Path(path)
     problems = Problems(path)
+    clock = _Clock(now)
     serves: list[Serve] = []
     seen: dict[str, int] = {}
     for line, obj in iter_jsonl(path, problems):
@@ -54,9 +91,9 @@ def load_serves(path: Path) -> list[Serve]:
         ok &= check_field(obj, "items", (list,), problems, line)
         if not ok:
             continue
-        ts = _parse_ts(obj["ts"])
-        if ts is None:
-            problems.add(line, f"field 'ts' is not ISO-8601: {obj['ts']!r}")
+        ts = clock.check(obj["ts"], line)
+        if isinstance(ts, str):
+            problems.add(line, ts)
             continue
         if obj["serve_id"] in seen:
             problems.add(line, f"duplicate serve_id {obj['serve_id']!r} (first on line {seen[obj['serve_id']]})")

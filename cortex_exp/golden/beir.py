@@ -10,7 +10,8 @@ from datetime import datetime
 from pathlib import Path
 
 from cortex_exp.data.corpus import Corpus, Document, write_corpus
-from cortex_exp.data.jsonl import Problems, check_field, iter_jsonl
+from cortex_exp.data.files import read_input
+from cortex_exp.data.jsonl import Problems, brief, check_field, iter_jsonl
 from cortex_exp.errors import InputError
 from cortex_exp.golden.filters import FILTERS
 from cortex_exp.golden.manifest import describe_inputs, make_manifest
@@ -24,24 +25,58 @@ def find_qrels(beir_dir: Path) -> Path:
     raise InputError(f"{beir_dir}: no qrels.tsv nor qrels/test.tsv found")
 
 
+def _unique_id(obj: dict, first: dict[str, int], problems: Problems, line: int) -> bool:
+    """False (and a problem naming both lines) when `obj["_id"]` was seen before, or is empty."""
+    if not obj["_id"]:
+        problems.add(line, "field '_id' is empty")
+        return False
+    if obj["_id"] in first:
+        problems.add(line, f"duplicate _id {obj['_id']!r} (first on line {first[obj['_id']]})")
+        return False
+    first[obj["_id"]] = line
+    return True
+
+
+_BAD = object()
+
+
+def _project(obj: dict, problems: Problems, line: int):
+    """`metadata.project` (a string) or None when the data names none; `_BAD` after a problem."""
+    meta = obj.get("metadata")
+    project = meta.get("project") if isinstance(meta, dict) else None
+    if project is not None and not isinstance(project, str):
+        problems.add(line, f"field 'metadata.project' must be a string or null, got {brief(project)}")
+        return _BAD
+    return project
+
+
 def read_beir_corpus(path: Path) -> list[Document]:
     problems = Problems(path)
-    docs = []
+    docs, first = [], {}
     for line, obj in iter_jsonl(path, problems):
         ok = check_field(obj, "_id", (str,), problems, line)
         ok &= check_field(obj, "text", (str,), problems, line)
         ok &= check_field(obj, "title", (str,), problems, line, required=False)
-        if ok:
-            project = (obj.get("metadata") or {}).get("project") if isinstance(obj.get("metadata"), dict) else None
+        project = _project(obj, problems, line)
+        if ok and project is not _BAD and _unique_id(obj, first, problems, line):
             docs.append(Document(obj["_id"], obj.get("title", ""), obj["text"], project, "document", False))
     problems.raise_if_any("the BEIR corpus")
     return docs
 
 
+def _qrels_text(path: Path) -> str:
+    raw = read_input(path, "a qrels file")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}") from None
+
+
 def read_qrels(path: Path) -> list[tuple[str, str, int]]:
+    """(query id, document id, score) per line; a pair judged twice is refused, naming both lines."""
     problems = Problems(path)
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    rows, first = [], {}
+    for number, line in enumerate(_qrels_text(path).splitlines(), start=1):
         parts = line.split("\t") if "\t" in line else line.split()
         if not parts or not line.strip():
             continue
@@ -53,9 +88,20 @@ def read_qrels(path: Path) -> list[tuple[str, str, int]]:
             problems.add(number, f"expected 'query-id corpus-id score', got {len(parts)} columns")
             continue
         try:
-            rows.append((parts[0], parts[1], int(parts[2])))
+            score = int(parts[2])
         except ValueError:
-            problems.add(number, f"score must be an integer, got {parts[2]!r}")
+            problems.add(number, f"score must be an integer, got {parts[2][:40]!r}")
+            continue
+        pair = (parts[0], parts[1])
+        if pair in first:
+            was, at = first[pair]
+            what = "duplicate" if (score > 0) == (was > 0) else "conflicting"
+            problems.add(
+                number, f"{what} judgment of {pair[1]!r} for query {pair[0]!r}: score {score} here, {was} on line {at}"
+            )
+            continue
+        first[pair] = (score, number)
+        rows.append((parts[0], parts[1], score))
     problems.raise_if_any("the qrels")
     return rows
 
@@ -68,12 +114,13 @@ def import_beir(beir_dir: Path, out_dir: Path, now: datetime | None = None) -> G
     docs = read_beir_corpus(beir_dir / "corpus.jsonl")
     corpus = Corpus(docs, beir_dir / "corpus.jsonl")
     problems = Problems(beir_dir / "queries.jsonl")
-    texts, projects = {}, {}
+    texts, projects, first = {}, {}, {}
     for line, obj in iter_jsonl(beir_dir / "queries.jsonl", problems):
-        if check_field(obj, "_id", (str,), problems, line) & check_field(obj, "text", (str,), problems, line):
+        ok = check_field(obj, "_id", (str,), problems, line) & check_field(obj, "text", (str,), problems, line)
+        project = _project(obj, problems, line)
+        if ok and project is not _BAD and _unique_id(obj, first, problems, line):
             texts[obj["_id"]] = obj["text"]
-            meta = obj.get("metadata")
-            projects[obj["_id"]] = meta.get("project") if isinstance(meta, dict) else None
+            projects[obj["_id"]] = project
     problems.raise_if_any("the BEIR queries")
 
     filters = dict.fromkeys(FILTERS, 0)
@@ -98,7 +145,7 @@ def import_beir(beir_dir: Path, out_dir: Path, now: datetime | None = None) -> G
         raise InputError(f"{beir_dir}: no query with a positive judgment; filter counts: {filters}")
     counts = {
         "queries": len(queries),
-        "projects": len({q.project for q in queries if q.project}),
+        "projects": len({q.project for q in queries if q.project is not None}),
         "positives": sum(j.label == "positive" for j in judgments),
         "noise": sum(j.label == "noise" for j in judgments),
         "wrong": 0,

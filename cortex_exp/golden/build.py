@@ -8,8 +8,9 @@ from pathlib import Path
 from cortex_exp.data.corpus import load_corpus
 from cortex_exp.data.servelog import load_serves
 from cortex_exp.golden.filters import build_golden
+from cortex_exp.golden.load import read_manifest
 from cortex_exp.golden.manifest import describe_inputs, source_path
-from cortex_exp.golden.store import GoldenSet, load_golden, write_golden
+from cortex_exp.golden.store import GoldenSet, write_golden
 
 
 def build_from_files(corpus_path: Path, serves_path: Path, out_dir: Path, now: datetime | None = None) -> GoldenSet:
@@ -26,12 +27,14 @@ def build_from_files(corpus_path: Path, serves_path: Path, out_dir: Path, now: d
 
 
 def rebuild(golden_dir: Path, now: datetime | None = None) -> GoldenSet:
-    """Rebuild in place from the inputs the manifest names (part of every reindex)."""
+    """Rebuild in place from the inputs the manifest names (part of every reindex). Reads only
+    the manifest: a set whose files were modified is rebuilt, not refused."""
     from cortex_exp.golden.beir import import_beir
 
     golden_dir = Path(golden_dir)
-    manifest = load_golden(golden_dir).manifest
-    if manifest.get("source", {}).get("kind") == "beir":
+    manifest = read_manifest(golden_dir)
+    source = manifest.get("source")
+    if isinstance(source, dict) and source.get("kind") == "beir":
         return import_beir(source_path(manifest, "beir_dir", golden_dir), golden_dir, now=now)
     return build_from_files(
         source_path(manifest, "corpus", golden_dir), source_path(manifest, "serves", golden_dir), golden_dir, now=now

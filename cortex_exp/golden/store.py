@@ -12,12 +12,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cortex_exp.data.jsonl import Problems, check_field, iter_jsonl, write_jsonl
+from cortex_exp.data.jsonl import write_jsonl
 from cortex_exp.errors import InputError
 
 QUERIES = "queries.jsonl"
 JUDGMENTS = "judgments.jsonl"
 MANIFEST = "manifest.json"
+LABELS = ("positive", "noise")
 CORPUS_HASHES = "corpus_hashes.json"
 KNOWN_BIAS = (
     "Only documents that were served have a label: a relevant document the system "
@@ -40,7 +41,7 @@ class Query:
 class Judgment:
     qid: str
     doc_id: str
-    label: str  # "positive" | "noise"
+    label: str  # one of LABELS
 
     def as_json(self) -> dict:
         return {"qid": self.qid, "doc_id": self.doc_id, "label": self.label}
@@ -116,6 +117,7 @@ def write_golden(golden: GoldenSet, out_dir: Path, inputs=(), extra_outputs=()) 
     empty), or an output that is one of the `inputs`, is refused before anything is written."""
     out_dir = Path(out_dir)
     check_out_dir(out_dir, inputs, extra_outputs)
+    check_consistent(golden.queries, golden.judgments, str(out_dir))
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = dict(golden.manifest, golden_id=golden.golden_id)
     write_jsonl(out_dir / QUERIES, (q.as_json() for q in golden.queries))
@@ -133,52 +135,33 @@ def rebuild_command(golden_dir: Path) -> str:
     return f"python -m cortex_exp.golden rebuild {golden_dir}"
 
 
-def load_golden(folder: Path) -> GoldenSet:
-    """Load a golden-set folder; raise `InputError` naming the file and line of any problem."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise InputError(
-            f"{folder}: golden-set folder not found (build one with "
-            f"`python -m cortex_exp.golden build --corpus C --serves S --out {folder}`)"
-        )
-    manifest_path = folder / MANIFEST
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{manifest_path}: missing; not a golden-set folder") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{manifest_path}: not valid JSON ({exc})") from None
+def judgment_clash(judgment: Judgment, first: dict, where: str) -> str | None:
+    """A problem when (qid, doc_id) was judged before (`first` maps it to (label, where), e.g.
+    "line 3"), else None after recording it: judged twice is a duplicate, positive and noise a
+    conflict."""
+    key = (judgment.qid, judgment.doc_id)
+    if key not in first:
+        first[key] = (judgment.label, where)
+        return None
+    label, at = first[key]
+    if label == judgment.label:
+        return f"duplicate judgment of {judgment.doc_id!r} for qid {judgment.qid!r} (first at {at})"
+    return (
+        f"conflicting judgments of {judgment.doc_id!r} for qid {judgment.qid!r}: {judgment.label} here, "
+        f"{label} at {at}; keep one"
+    )
 
-    problems = Problems(folder / QUERIES)
-    queries = []
-    for line, obj in iter_jsonl(folder / QUERIES, problems):
-        ok = check_field(obj, "qid", (str,), problems, line)
-        ok &= check_field(obj, "project", (str, type(None)), problems, line)
-        ok &= check_field(obj, "text", (str,), problems, line)
-        ok &= check_field(obj, "serve_ids", (list,), problems, line, required=False)
-        if ok:
-            queries.append(Query(obj["qid"], obj["project"], obj["text"], tuple(obj.get("serve_ids", []))))
-    problems.raise_if_any("the golden queries")
 
-    qids = {q.qid for q in queries}
-    problems = Problems(folder / JUDGMENTS)
-    judgments = []
-    for line, obj in iter_jsonl(folder / JUDGMENTS, problems):
-        ok = check_field(obj, "qid", (str,), problems, line)
-        ok &= check_field(obj, "doc_id", (str,), problems, line)
-        ok &= check_field(obj, "label", (str,), problems, line)
-        if ok and obj["label"] not in ("positive", "noise"):
-            problems.add(line, f"label must be 'positive' or 'noise', got {obj['label']!r}")
-            ok = False
-        if ok and obj["qid"] not in qids:
-            problems.add(line, f"qid {obj['qid']!r} is not in {QUERIES}")
-            ok = False
-        if ok:
-            judgments.append(Judgment(obj["qid"], obj["doc_id"], obj["label"]))
-    problems.raise_if_any("the golden judgments")
-    if not queries:
-        raise InputError(f"{folder / QUERIES}: the golden set has no queries")
-
-    hashes_path = folder / CORPUS_HASHES
-    hashes = json.loads(hashes_path.read_text(encoding="utf-8")) if hashes_path.exists() else {}
-    return GoldenSet(queries, judgments, manifest, hashes, folder)
+def check_consistent(queries: list[Query], judgments: list[Judgment], where: str) -> None:
+    """Refuse a set with a qid twice, or a document judged twice for one query (`InputError`)."""
+    problems, seen, first = [], set(), {}
+    for q in queries:
+        if q.qid in seen:
+            problems.append(f"{where}: duplicate qid {q.qid!r}")
+        seen.add(q.qid)
+    for i, j in enumerate(judgments, start=1):
+        problem = judgment_clash(j, first, f"judgment {i}")
+        if problem:
+            problems.append(f"{where}: {problem}")
+    if problems:
+        raise InputError(f"{where}: {len(problems)} problem(s) in the golden set; nothing was written", problems)

@@ -8,7 +8,10 @@ only documents the component actually found; the same output on a rerun. A broke
 raises `ComponentError`: it never returns empty lists in place of an error.
 
 What a run logs as a retriever's parameters is read back from the object built
-(`parameters`), never from the config it was built from.
+(`parameters`), never from the config it was built from. A run caches each component's
+rankings keyed on its class, parameters and code (`code_version`); a component whose rankings
+come from outside this code (a search service) sets the class attribute `cache_rankings =
+False`, and is then asked every run.
 """
 
 from __future__ import annotations
@@ -72,6 +75,12 @@ class Index(ABC):
     @abstractmethod
     def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
         """One ranking per query, at most k documents each."""
+
+    def probe(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        """What the probe before a run calls: `search`, but asking the live component for
+        anything a cache could answer (the dense side: the encoder, never its vector cache), and
+        raising when the live component no longer agrees with what the index was built from."""
+        return self.search(queries, k)
 
 
 class Retriever(ABC):

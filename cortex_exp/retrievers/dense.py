@@ -6,6 +6,12 @@ of documents and queries go through the on-disk cache (`embed_cache`): only text
 lacks are encoded. Unlike the lexical sides, a dense search returns the top k even when the
 cosine is <= 0: every document has a similarity.
 
+The probe (`DenseIndex.probe`) never trusts the cache: it sends its query texts and a few
+documents' texts to the live encoder (the local model, or the endpoint's server), and the
+component is down when the encoder fails, answers vectors of another dimension, or vectors
+farther than PROBE_TOLERANCE from the ones the index holds for the same documents (the model
+behind the name changed).
+
 torch is not imported here: `LocalEncoder` imports it when it first encodes something.
 """
 
@@ -30,9 +36,13 @@ from cortex_exp.retrievers.base import (
     ranking_from_scores,
     sort_pairs,
 )
+from cortex_exp.retrievers.code_version import code_version
 from cortex_exp.retrievers.embed_cache import CachedEncoder, EmbeddingCache
 from cortex_exp.retrievers.encoders import LOCAL_MODEL, Encoder, EndpointEncoder, LocalEncoder
 from cortex_exp.settings import check, is_int, is_number
+
+PROBE_DOCS = 3  # documents whose cached vectors the probe compares with the live encoder's
+PROBE_TOLERANCE = 0.02  # Euclidean distance between two unit vectors (cosine distance 0.0002)
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,7 @@ class Dense(Retriever):
     endpoint: str | None = None
     batch_size: int = field(default=64, metadata=OPERATIONAL)
     timeout_s: float = field(default=30.0, metadata=OPERATIONAL)
+    index_timeout_s: float = field(default=1800.0, metadata=OPERATIONAL)  # endpoint: the whole indexing
     cache_dir: str | None = field(default=None, metadata=INJECTED)
     show_progress: bool = field(default=True, compare=False, repr=False, metadata=INJECTED)
     encoder: Encoder | None = field(default=None, compare=False, repr=False, metadata=INJECTED)
@@ -75,6 +86,11 @@ class Dense(Retriever):
                     is_number(self.timeout_s) and self.timeout_s > 0,
                     f"a finite number of seconds > 0, got {self.timeout_s!r}",
                 ),
+                (
+                    "index_timeout_s",
+                    is_number(self.index_timeout_s) and self.index_timeout_s > 0,
+                    f"a finite number of seconds > 0, got {self.index_timeout_s!r}",
+                ),
             ]
         )
 
@@ -97,10 +113,13 @@ class Dense(Retriever):
     def cached_encoder(self) -> CachedEncoder:
         encoder = self.make_encoder()
         root = Path(self.cache_dir) if self.cache_dir else None
-        return CachedEncoder(encoder, EmbeddingCache(root, encoder.model_id))
+        return CachedEncoder(encoder, EmbeddingCache(root, encoder.model_id, code_version(encoder)))
 
     def index(self, corpus: Corpus) -> Index:
-        return DenseIndex([d.id for d in corpus.docs], [d.content for d in corpus.docs], self.cached_encoder())
+        deadline = self.index_timeout_s if self.endpoint else None  # the local model has no deadline
+        return DenseIndex(
+            [d.id for d in corpus.docs], [d.content for d in corpus.docs], self.cached_encoder(), deadline
+        )
 
 
 class DenseIndex(Index):
@@ -108,10 +127,11 @@ class DenseIndex(Index):
 
     component = "dense"
 
-    def __init__(self, ids: list[str], texts: list[str], embedder: CachedEncoder):
+    def __init__(self, ids: list[str], texts: list[str], embedder: CachedEncoder, deadline_s: float | None = None):
         self.ids = ids
+        self.texts = texts
         self.embedder = embedder
-        vectors = embedder.encode(texts)
+        vectors = embedder.encode(texts, deadline_s)
         if vectors.shape[0] != len(ids):
             raise ComponentError("dense", f"{len(ids)} documents but {vectors.shape[0]} vectors")
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -130,6 +150,30 @@ class DenseIndex(Index):
             )
         return self._top(np.ascontiguousarray(vectors), min(k, len(self.ids)))
 
+    def probe(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        """`search` through the live encoder, with a check that it still gives the vectors the
+        index holds (from the cache) for the same documents; a mismatch raises ComponentError."""
+        sample = [i for i in _spread(len(self.ids), PROBE_DOCS) if self.texts[i].strip()]
+        live = self.embedder.live(list(queries) + [self.texts[i] for i in sample])
+        if live.shape[1] != self.faiss.d:
+            raise ComponentError(
+                "dense",
+                f"{self.embedder.encoder!r} now gives {live.shape[1]}-dimensional vectors, the index holds "
+                f"{self.faiss.d}-dimensional ones: the model changed; delete its cached vectors in "
+                f"{self.embedder.cache.dir} to index with the new model",
+            )
+        distance = float(np.max(np.linalg.norm(live[len(queries) :] - self.vectors[sample], axis=1), initial=0.0))
+        if distance > PROBE_TOLERANCE:
+            raise ComponentError(
+                "dense",
+                f"{self.embedder.encoder!r} gives vectors up to {distance:.3g} away from the cached ones for the "
+                f"same documents (tolerance {PROBE_TOLERANCE}): the model behind it changed; delete its "
+                f"cached vectors in {self.embedder.cache.dir} to index with the new model",
+            )
+        if not queries:
+            return []
+        return self._top(np.ascontiguousarray(live[: len(queries)]), min(k, len(self.ids)))
+
     def _top(self, vectors: np.ndarray, k: int) -> list[Ranking]:
         """Top k per query, ties broken by document id. faiss picks among documents tied at the
         cut arbitrarily, so look one deeper; where the k-th and the next score tie, rank that
@@ -143,3 +187,8 @@ class DenseIndex(Index):
             else:
                 out.append(sort_pairs({self.ids[i]: float(x) for i, x in zip(rows[q], scores[q][:k])}, k))
         return out
+
+
+def _spread(n: int, r: int) -> list[int]:
+    """r indices evenly spread over range(n) (the middle of each of r equal slices)."""
+    return list(range(n)) if r >= n else [(2 * i + 1) * n // (2 * r) for i in range(r)]

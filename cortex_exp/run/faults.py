@@ -4,8 +4,10 @@ so that anyone can prove the gates catch it.
 - `none`: the index unchanged.
 - `error`: every search raises `ComponentError` (a component that fails loudly).
 - `empty`: every search returns empty rankings (a component that swallows its own errors).
-- `empty_after_probe`: the first search call (the probe) is answered, every later call returns
+- `empty_after_probe`: the first call (the probe) is answered, every later call returns
   empty rankings — the probe passes and only the silence gate can catch it.
+A drill's `probe` is its `search` (the base `Index.probe`), except that `empty_after_probe`
+answers its first call the way the real index would (its `probe` or `search`).
 """
 
 from __future__ import annotations
@@ -58,11 +60,17 @@ class _EmptyAfterProbe(_Faulty):
         self._lock = threading.Lock()
         self._calls = 0
 
-    def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
+    def _first(self) -> bool:
         with self._lock:
             self._calls += 1
-            first = self._calls == 1
-        return self.inner.search(queries, k) if first else [EMPTY for _ in queries]
+            return self._calls == 1
+
+    def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        return self.inner.search(queries, k) if self._first() else [EMPTY for _ in queries]
+
+    def probe(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        ask = getattr(self.inner, "probe", None) or self.inner.search
+        return ask(queries, k) if self._first() else [EMPTY for _ in queries]
 
 
 _WRAPPERS = {"error": _Raising, "empty": _Empty, "empty_after_probe": _EmptyAfterProbe}

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from cortex_exp.data.corpus import Corpus, CorpusDiff, diff_hashes
 from cortex_exp.errors import GateRefused, InputError
 from cortex_exp.golden.store import MANIFEST, GoldenSet, rebuild_command
 from cortex_exp.settings import GateSettings
+
+CLOCK_SKEW = timedelta(minutes=5)  # a built_at this far past our clock is still accepted
 
 
 def pct(share: float) -> str:
@@ -52,11 +54,12 @@ def built_at(golden: GoldenSet) -> datetime:
         )
     try:
         value = datetime.fromisoformat(raw)
-    except ValueError:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except (ValueError, OverflowError):
         raise InputError(
-            f"{where}: field 'built_at' is not an ISO-8601 time: {raw!r} (expected e.g. 2024-05-01T12:00:00Z)"
+            f"{where}: field 'built_at' is not an ISO-8601 time in range: {raw[:40]!r} "
+            "(expected e.g. 2024-05-01T12:00:00Z)"
         ) from None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _rebuild(golden: GoldenSet) -> str:
@@ -88,6 +91,12 @@ def check_stale(
     built = built_at(golden)
     now = now or datetime.now(UTC)
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now
+    if built > now + CLOCK_SKEW:
+        raise InputError(
+            f"{_golden_where(golden)}: field 'built_at' {golden.manifest['built_at']!r} is in the future "
+            f"(now is {now.isoformat(timespec='seconds')}); a set cannot have been built later than now, so its "
+            f"age cannot be known. Rebuild it with: {_rebuild(golden)}"
+        )
     age = (now - built).days
     stale = age > settings.max_age_days and not is_static(golden, corpus)
     text = (

@@ -24,7 +24,7 @@ _INDEXES: dict[tuple[str, str], Index] = {}  # (component identity, corpus finge
 
 def identity(component: Any) -> str:
     """What the component is: its class and every parameter read back from it (the values
-    logged), as canonical JSON. Keys the index memo and the ranking cache."""
+    logged), as canonical JSON. Keys the index memo and, with its `code_version`, the ranking cache."""
     params = {k: v for k, v in parameters(component).items()}
     return json.dumps({"target": target_of(component), "params": params}, sort_keys=True, default=repr)
 

@@ -6,8 +6,11 @@ spread evenly over the corpus, preferring (in this order) documents that are not
 `always_served` and whose query is specific: at least two words and not shared with another
 document. A one-word title (say "Deploy") is too generic to have a single known answer.
 
-All probe queries go to the component in ONE `search` call, run in a daemon thread with a
-deadline (a hung component cannot be killed, but it no longer holds up the run).
+All probe queries go to the component in ONE call, run in a daemon thread with a deadline (a
+hung component cannot be killed, but it no longer holds up the run). The call is the index's
+`probe` when it has one (`Index.probe`: the live component, never a cache — so a stopped
+embedding server, or another model behind the same name, is DOWN even when every vector it
+ever gave is cached), else its `search`.
 
 Rule (docs/interface.md §5): a component passes when every probe document comes back in the top k of
 its own query. Probe documents are chosen with specific, unique titles, so a healthy BM25 or
@@ -139,7 +142,8 @@ def probe_component(
     queries = queries if queries is not None else probe_queries(corpus, n)
     texts = [q.text for q in queries]
     start = time.perf_counter()
-    finished, rankings, error = _call_with_deadline(lambda: index.search(texts, k), timeout_s)
+    ask = getattr(index, "probe", None) or index.search
+    finished, rankings, error = _call_with_deadline(lambda: ask(texts, k), timeout_s)
     latency = time.perf_counter() - start
     if not finished:
         return ProbeResult(

@@ -9,7 +9,8 @@ from collections.abc import Callable
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.errors import ComponentError, GateRefused
 from cortex_exp.progress import bar
-from cortex_exp.retrievers.base import EMPTY, Index, Ranking
+from cortex_exp.retrievers.base import EMPTY, Index, Ranking, target_of
+from cortex_exp.retrievers.code_version import code_version
 from cortex_exp.run.indexes import identity, with_cache_dir
 from cortex_exp.run.log import log
 from cortex_exp.run.ranking_cache import cache_key, cached_rankings
@@ -32,13 +33,16 @@ def rank_components(
             log(f"ranked {len(texts)} queries with {name} in {time.perf_counter() - t0:.1f}s")
             return result
 
-        if settings.faults.mode(name) != "none":  # a drill: never cached
+        component = with_cache_dir(settings.retriever.components[name], settings)
+        # a drill is never cached, nor a component whose rankings live outside this code (a service)
+        if settings.faults.mode(name) != "none" or not getattr(component, "cache_rankings", True):
             out[name] = measure_anyway(settings, name, compute, len(texts))
             continue
-        component = with_cache_dir(settings.retriever.components[name], settings)
-        key = cache_key(identity(component), corpus.fingerprint, texts, depth)
+        code = code_version(component)
+        key = cache_key(identity(component), code, corpus.fingerprint, texts, depth)
+        about = {"component": name, "target": target_of(component), "code": code}
         out[name] = measure_anyway(
-            settings, name, lambda k=key, c=compute, n=name: _cached(settings, k, c, n), len(texts)
+            settings, name, lambda k=key, c=compute, a=about: _cached(settings, k, c, a, len(texts)), len(texts)
         )
     return out
 
@@ -71,11 +75,13 @@ def search(index: Index, name: str, texts: list[str], depth: int) -> list[Rankin
     return rankings
 
 
-def _cached(settings: RunSettings, key: str, compute: Callable[[], list[Ranking]], name: str) -> list[Ranking]:
+def _cached(
+    settings: RunSettings, key: str, compute: Callable[[], list[Ranking]], about: dict, n: int
+) -> list[Ranking]:
     # a failure is not cached: `cached_rankings` stores only what `compute` returned
-    rankings, source = cached_rankings(key, settings.cache.path, compute)
+    rankings, source = cached_rankings(key, settings.cache.path, compute, n, about)
     if source != "computed":
-        log(f"reused {name} rankings ({source} cache)")
+        log(f"reused {about['component']} rankings ({source} cache)")
     return rankings
 
 

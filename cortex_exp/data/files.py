@@ -1,0 +1,83 @@
+"""Reading an input file: only a regular, readable file, every failure a bad input (exit 2).
+
+A FIFO given as the corpus would block forever in `open`, a device would stream without end:
+both are refused by `stat` before anything is opened. A file the user may not read, a folder, a
+missing path: each is an `InputError` naming the path and saying what to do. JSON nested so
+deep that Python's parser recurses out (`RecursionError`) is malformed input too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from cortex_exp.errors import InputError
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def check_regular(path: Path, what: str = "a file") -> Path:
+    """`path` itself when it names a regular file (symbolic links followed); else `InputError`."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found (expected {what})") from None
+    except PermissionError:
+        raise InputError(f"{path}: permission denied; make it readable (chmod +r) or run as its owner") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{path}: is {_kind(mode)}, expected {what} (a regular file)")
+    return path
+
+
+def read_input(path: Path, what: str = "a file") -> bytes:
+    """The bytes of the regular file `path`; `InputError` for anything else."""
+    path = check_regular(path, what)
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except PermissionError:
+        raise InputError(f"{path}: permission denied; make it readable (chmod +r) or run as its owner") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+
+
+def parse_json(text: str) -> Any:
+    """`json.loads` whose every failure is a `ValueError` with a short reason."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"column {exc.colno}" if exc.lineno == 1 else f"line {exc.lineno} column {exc.colno}"
+        raise ValueError(f"malformed JSON: {exc.msg} at {where}") from None
+    except RecursionError:
+        raise ValueError("malformed JSON: nested too deeply to read") from None
+    except ValueError as exc:  # an integer longer than Python converts (sys.get_int_max_str_digits)
+        raise ValueError(f"malformed JSON: a number too long to read ({str(exc).split(';')[0]})") from None
+
+
+def read_json(path: Path, what: str = "a JSON file") -> Any:
+    """The JSON value held by the regular file `path`; `InputError` naming it for any problem."""
+    raw = read_input(path, what)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}") from None
+    try:
+        return parse_json(text)
+    except ValueError as exc:
+        raise InputError(f"{path}: {exc}") from None
