@@ -155,3 +155,14 @@ def test_a_service_that_fails_after_the_probe_is_down_never_empty(data, tmp_path
     assert message.startswith("COMPONENT DOWN: service: failed during the run after passing the probe")
     assert "HTTP 503" in message and "(after 3 attempts)" in message
     assert runs(data["uri"]) == []
+
+
+def test_allow_degraded_measures_a_down_side_anyway_and_tags_the_run(data, tmp_path):
+    with reference_service(data["corpus"], tmp_path / "emb", fault="dense-down") as url:
+        out = benchmark.run(service(data, url, "gates.allow_degraded=true"))
+    # down in the probe and during the run (said once), and so silent on every query
+    assert out.tags["degraded"] == "true"
+    assert out.tags["degraded_reasons"] == "component dense down; component dense silent"
+    # measured anyway, the service with its dense side down ranks like its lexical side alone
+    lexical = benchmark.run(compose(overrides(data, "retriever=bm25_v2")))
+    assert [r["top"] for r in out.per_query] == [r["top"] for r in lexical.per_query]

@@ -114,7 +114,7 @@ def measure(settings: RunSettings, row: RowSpec, corpus: Corpus, golden: GoldenS
     ranked_by = rank_components(
         settings, corpus, indexes, [q.text for q in golden.queries], [q.qid for q in golden.queries]
     )
-    degraded += side_failures(settings, ranked_by)
+    side_failures(settings, ranked_by, degraded)
     shares, refusals = silence_gate(settings, ranked_by.watched, degraded)
     base = combine(settings, ranked_by.components)
     figures = {**ranked_by.figures, **unknown_documents(settings, corpus, base, degraded)}

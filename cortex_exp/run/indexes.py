@@ -54,9 +54,12 @@ def build_indexes(settings: RunSettings, corpus: Corpus) -> dict[str, Index]:
         except ComponentError as exc:  # not memoized: the probe reports it down
             out[name] = DownIndex(name, str(exc))
             continue
-        if not getattr(component, "external", False):
+        if getattr(component, "external", False):
+            log(f"{name}: {index!r} (answers from outside this process: never memoized nor cached)")
+        else:
             _INDEXES[key] = index
-        log(f"indexed {name} ({target_of(component)}) over {len(corpus)} documents in {time.perf_counter() - t0:.1f}s")
+            seconds = time.perf_counter() - t0
+            log(f"indexed {name} ({target_of(component)}) over {len(corpus)} documents in {seconds:.1f}s")
         out[name] = wrap(index, settings.faults.mode(name), name)
     return out
 

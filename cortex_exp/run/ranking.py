@@ -82,8 +82,18 @@ def _answer(index: Index, name: str, texts: list[str], qids: list[str], depth: i
     _check_shape(name, answer.ranking, len(texts), depth)
     for side, rankings in answer.sides.items():
         _check_shape(side, rankings, len(texts), depth)
-    log(f"ranked {len(texts)} queries with {name} in {time.perf_counter() - t0:.1f}s")
+    log(f"ranked {len(texts)} queries with {name} in {time.perf_counter() - t0:.1f}s{_figures(answer.figures)}")
     return answer
+
+
+def _figures(figures: dict[str, float]) -> str:
+    if "latency_p50_ms" not in figures:
+        return ""
+    return (
+        f": latency p50 {figures['latency_p50_ms']:.1f} ms, p95 {figures['latency_p95_ms']:.1f} ms, "
+        f"p99 {figures['latency_p99_ms']:.1f} ms; {figures['throughput_qps']:.1f} queries/s; "
+        f"{figures['requests']:.0f} requests, {figures['retries']:.0f} retries"
+    )
 
 
 def _add_system(ranked: Ranked, name: str, answer: Answer | list[Ranking]) -> None:
@@ -102,11 +112,10 @@ def _add_system(ranked: Ranked, name: str, answer: Answer | list[Ranking]) -> No
     ranked.observed = ranked.observed and bool(answer.sides)
 
 
-def side_failures(settings: RunSettings, ranked: Ranked) -> list[str]:
+def side_failures(settings: RunSettings, ranked: Ranked, degraded: list[str]) -> None:
     """A side a system reported failing on during the run is COMPONENT DOWN (exit 3), as a
     component failing after its probe is; under allow_degraded it counts as answering nothing
-    there, and the returned reasons tag the run degraded."""
-    reasons = []
+    there, and the run is tagged degraded."""
     for side, failed in ranked.errors.items():
         n = len(ranked.sides[side])
         what = f"the system reported it failing on {len(failed)} of {n} queries after it passed the probe"
@@ -117,8 +126,8 @@ def side_failures(settings: RunSettings, ranked: Ranked) -> list[str]:
                 "No MLflow run was created. To measure anyway pass gates.allow_degraded=true."
             )
         log(f"COMPONENT DOWN: {side}: {what}  [measuring anyway: gates.allow_degraded=true]")
-        reasons.append(f"component {side} down")
-    return reasons
+        if f"component {side} down" not in degraded:  # the probe may have said so already
+            degraded.append(f"component {side} down")
 
 
 def search(index: Index, name: str, texts: list[str], depth: int) -> list[Ranking]:
