@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["retrieval_speed.py", "sweep_speed.py", "rows_speed.py", "compare_speed.py"]
+SCRIPTS = ["retrieval_speed.py", "sweep_speed.py", "rows_speed.py", "compare_speed.py", "service_speed.py"]
 
 if __name__ == "__main__":
     failed = []

@@ -54,6 +54,7 @@ class GateSettings:
     max_age_days: int = 30  # a golden set built from serve logs older than this is stale
     max_corpus_drift: float = 0.05  # share of documents added/removed/changed before CORPUS MOVED
     max_silent_share: float = 0.2  # share of queries a component may answer with nothing
+    max_unknown_share: float = 0.01  # share of results naming documents data.corpus lacks (CORPUS MISMATCH)
 
     def __post_init__(self):
         check(
@@ -74,6 +75,11 @@ class GateSettings:
                     "gates.max_silent_share",
                     is_number(self.max_silent_share) and 0 <= self.max_silent_share <= 1,
                     f"a share between 0 and 1, got {self.max_silent_share!r}",
+                ),
+                (
+                    "gates.max_unknown_share",
+                    is_number(self.max_unknown_share) and 0 <= self.max_unknown_share <= 1,
+                    f"a share between 0 and 1, got {self.max_unknown_share!r}",
                 ),
             ]
         )

@@ -140,7 +140,7 @@ def _rank(tmp_path, component, capsys) -> str:
         cache=CacheSettings(dir=str(tmp_path / "cache")),
     )
     texts = [d.title for d in corpus.docs]
-    rank_components(settings, corpus, build_indexes(settings, corpus), texts)
+    rank_components(settings, corpus, build_indexes(settings, corpus), texts, [d.id for d in corpus.docs])
     return "reused" if "reused lexical rankings (disk cache)" in capsys.readouterr().err else "computed"
 
 

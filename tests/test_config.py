@@ -16,25 +16,33 @@ from cortex_exp.run.record import run_params
 
 CONF = ROOT / "cortex_exp" / "conf"
 RETRIEVERS = sorted(p.stem for p in (CONF / "retriever").glob("*.yaml"))
+# what a retriever cannot run without (it has no default): the service's URL, the file's path
+REQUIRED = {
+    "service": ["retriever.service.url=http://127.0.0.1:9/search"],
+    "runfile": ["retriever.runfile.path=run.trec"],
+}
+COMPONENTS = {
+    "bm25_v1": {"lexical"},
+    "bm25_v2": {"lexical"},
+    "dense": {"dense"},
+    "hybrid": {"lexical", "dense"},
+    "service": {"service"},
+    "runfile": {"runfile"},
+}
 
 
 def test_the_retriever_group_is_the_registry():
-    assert RETRIEVERS == ["bm25_v1", "bm25_v2", "dense", "hybrid"]
+    assert RETRIEVERS == ["bm25_v1", "bm25_v2", "dense", "hybrid", "runfile", "service"]
     for name in RETRIEVERS:
-        assert compose([f"retriever={name}"]).retriever.name == name
+        assert compose([f"retriever={name}", *REQUIRED.get(name, [])]).retriever.name == name
 
 
 @pytest.mark.parametrize("retriever", RETRIEVERS)
 @pytest.mark.parametrize("row", list(ROWS))
 def test_every_option_composes(retriever, row):
-    s = compose([f"retriever={retriever}", f"row={row}"])
+    s = compose([f"retriever={retriever}", f"row={row}", *REQUIRED.get(retriever, [])])
     assert (s.retriever.name, s.row) == (retriever, row)
-    assert (
-        set(s.retriever.components)
-        == {"bm25_v1": {"lexical"}, "bm25_v2": {"lexical"}, "dense": {"dense"}, "hybrid": {"lexical", "dense"}}[
-            retriever
-        ]
-    )
+    assert set(s.retriever.components) == COMPONENTS[retriever]
     assert (s.retriever.fusion is not None) == (retriever == "hybrid")
 
 
@@ -75,6 +83,17 @@ def test_fusion_logs_only_the_parameter_of_its_method():
         (["retriever.lexical.method=bm25+"], "retriever.lexical.method: must be one of lucene | robertson | atire"),
         (["retriever=dense", "retriever.dense.batch_size=0"], "retriever.dense.batch_size: must be a positive integer"),
         (["gates.max_silent_share=2"], "gates.max_silent_share: must be a share between 0 and 1"),
+        (["gates.max_unknown_share=-0.1"], "gates.max_unknown_share: must be a share between 0 and 1"),
+        (["retriever=service"], "retriever.service.url: must be the search endpoint, an http(s):// URL, got None"),
+        (
+            ["retriever=service", "retriever.service.url=http://h/search", "retriever.service.concurrency=0"],
+            "retriever.service.concurrency: must be a whole number >= 1",
+        ),
+        (["retriever=runfile"], "retriever.runfile.path: must be the ranking file"),
+        (
+            ["retriever=runfile", "retriever.runfile.path=r.trec", "retriever.runfile.format=csv"],
+            "retriever.runfile.format: must be one of auto | trec | jsonl",
+        ),
         (["metrics.ks=[5,200]"], "metrics.ks: K=200 is deeper than retriever.depth=100"),
         (["row.features.hop=-1", "row=graph"], "row.features.hop: must be a finite number >= 0"),
     ],

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import pytest
 from components import BUILDERS, Hybrid
-from conftest import TINY_DOCS
+from conftest import TINY_DOCS, write_jsonl
+from loopback import reference_service
 
 from cortex_exp.data.corpus import Corpus, Document
+from cortex_exp.retrievers.contract import check_search, searcher
+from cortex_exp.retrievers.service import SearchService
 
 QUERIES = ["flaky invoice test", "retry ECONNRESET ingest", "auth token", "", "zzz unknown words"]
 ALL = [*BUILDERS, "hybrid_weighted", "hybrid_rrf"]
@@ -51,3 +54,20 @@ def test_component_is_a_value(name, tmp_path):
     fields = {f: getattr(spec, f) for f in spec.__dataclass_fields__}
     assert spec == type(spec)(**fields) and hash(spec) == hash(type(spec)(**fields))
     assert type(spec).__name__ in repr(spec)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_component_holds_every_check_of_check_retriever(corpus, name, tmp_path):
+    index = build(name, tmp_path).index(corpus)
+    checks = check_search(searcher(index), QUERIES, 3, set(corpus.by_id))
+    assert [c for c in checks if c.status != "passed"] == []
+
+
+def test_the_reference_service_holds_every_check_sides_included(corpus, tmp_path):
+    path = write_jsonl(tmp_path / "corpus.jsonl", TINY_DOCS)
+    with reference_service(path, tmp_path / "emb") as url:
+        index = SearchService(url=f"{url}/search").index(corpus)
+        found = searcher(index)(QUERIES[:1], 3)
+        checks = check_search(searcher(index), [q for q in QUERIES if q], 3, set(corpus.by_id))
+    assert set(found) == {"ranking", "side lexical", "side dense"}
+    assert [c for c in checks if c.status != "passed"] == []

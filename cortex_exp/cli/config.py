@@ -32,6 +32,8 @@ from cortex_exp.retrievers.bm25_v1 import Bm25V1
 from cortex_exp.retrievers.bm25_v2 import Bm25V2
 from cortex_exp.retrievers.dense import Dense
 from cortex_exp.retrievers.fusion import Fusion
+from cortex_exp.retrievers.runfile import RunFile
+from cortex_exp.retrievers.service import SearchService
 from cortex_exp.rows import ROWS
 from cortex_exp.settings import (
     DEFAULT_DEPTH,
@@ -54,6 +56,8 @@ COMPONENTS = {
     "lexical": {"bm25_v1": Bm25V1, "bm25_v2": Bm25V2},
     "dense": {"default": Dense},
     "fusion": {"default": Fusion},
+    "service": {"default": SearchService},
+    "runfile": {"default": RunFile},
 }
 
 

@@ -106,6 +106,12 @@ def status_warnings(a, b) -> tuple[list[str], bool]:
             out.append(
                 f"WARNING: CORPUS MOVED: run {side} {run.label} ran on a corpus that had drifted from its golden set"
             )
+        if run.tag("components_observed") == "false":
+            out.append(
+                f"WARNING: COMPONENTS NOT OBSERVED: run {side} {run.label} is a system that exposed no sides "
+                "(a search service without components, or a ranking file), so a side that was down or silent "
+                "could not have been caught; its component health is unverified"
+            )
         if run.status != "FINISHED":
             ok = False
             out.append(

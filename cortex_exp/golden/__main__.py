@@ -1,4 +1,4 @@
-"""`python -m cortex_exp.golden build | rebuild | import-beir` (docs/interface.md §1)."""
+"""`python -m cortex_exp.golden build | rebuild | import-beir | export` (docs/interface.md §1)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from cortex_exp.errors import run_cli
 from cortex_exp.golden.beir import import_beir
 from cortex_exp.golden.build import build_from_files, rebuild
+from cortex_exp.golden.export import FILES, FORMATS, export
 
 
 def parser() -> argparse.ArgumentParser:
@@ -23,6 +24,10 @@ def parser() -> argparse.ArgumentParser:
     i = sub.add_parser("import-beir", help="import a BEIR collection as corpus + golden set")
     i.add_argument("beir_dir", type=Path)
     i.add_argument("--out", required=True, type=Path)
+    e = sub.add_parser("export", help="write TREC qrels and the queries (TSV, JSONL) for trec_eval, ranx, ...")
+    e.add_argument("dir", type=Path, help="the golden-set folder")
+    e.add_argument("--format", choices=FORMATS, default="trec")
+    e.add_argument("--out", required=True, type=Path, help="folder for qrels.txt, queries.tsv, queries.jsonl")
     return p
 
 
@@ -47,6 +52,10 @@ def main(argv: list[str] | None = None) -> int:
             golden = build_from_files(args.corpus, args.serves, args.out)
         elif args.command == "rebuild":
             golden = rebuild(args.dir)
+        elif args.command == "export":
+            golden = export(args.dir, args.out, args.format)
+            print(f"exported golden set {golden.golden_id} to {args.out}/ ({', '.join(FILES)})")
+            return
         else:
             golden = import_beir(args.beir_dir, args.out)
         print(summary(golden))

@@ -8,10 +8,17 @@ only documents the component actually found; the same output on a rerun. A broke
 raises `ComponentError`: it never returns empty lists in place of an error.
 
 What a run logs as a retriever's parameters is read back from the object built
-(`parameters`), never from the config it was built from. A run caches each component's
-rankings keyed on its class, parameters and code (`code_version`); a component whose rankings
-come from outside this code (a search service) sets the class attribute `cache_rankings =
-False`, and is then asked every run.
+(`parameters`), never from the config it was built from.
+
+Two other kinds of index stand for a whole system rather than one side of it:
+- `SystemIndex` (a search service): one call answers the system's own ranking and, when it
+  exposes them, each side's (`answer` -> `Answer`); the run probes and watches every side.
+- `KeyedIndex` (a ranking file): rankings made elsewhere, keyed by query id; it cannot rank a
+  query it was not given, so it is not probed, and a golden query it lacks is an input error.
+A retriever whose answers come from outside the process (`external = True`: a service, a file)
+can change without its parameters changing: the run never memoizes its index nor caches its
+rankings. Every other component's rankings are cached, keyed on its class, parameters and code
+(`code_version`).
 """
 
 from __future__ import annotations
@@ -20,11 +27,13 @@ import dataclasses
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from cortex_exp.data.corpus import Corpus
+from cortex_exp.errors import ComponentError
 
 # dataclass field metadata of a retriever parameter that changes how it runs, never what it
 # ranks (a batch size, a timeout): the parameter-effect test holds it to that
@@ -83,10 +92,53 @@ class Index(ABC):
         return self.search(queries, k)
 
 
+@dataclass(frozen=True)
+class Answer:
+    """What a whole system answered for a batch of queries.
+
+    `ranking`: its own (fused) ranking per query, in query order. `sides`: each side's ranking
+    per query, by the side's name, for the sides the system exposes (none: its component
+    health cannot be observed). `errors`: side -> {query position: message} for the queries a
+    side reported failing on (its ranking there is empty). `figures`: operational measurements
+    of the call (latencies, retries), logged as metrics."""
+
+    ranking: list[Ranking]
+    sides: dict[str, list[Ranking]] = field(default_factory=dict)
+    errors: dict[str, dict[int, str]] = field(default_factory=dict)
+    figures: dict[str, float] = field(default_factory=dict)
+
+
+class SystemIndex(Index):
+    """A whole search system with sides of its own (a search service)."""
+
+    component = "service"
+
+    @abstractmethod
+    def answer(self, queries: Sequence[str], k: int, ids: Sequence[str] | None = None) -> Answer:
+        """The system's ranking and its sides' of every query (`ids` name them to the system)."""
+
+    def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        return self.answer(queries, k).ranking
+
+
+class KeyedIndex(Index):
+    """Rankings made elsewhere, by query id (a ranking file); never asked free text."""
+
+    component = "runfile"
+
+    @abstractmethod
+    def answer_ids(self, qids: Sequence[str], k: int) -> Answer:
+        """The rankings of these query ids, at most k deep; `InputError` names the ids it lacks."""
+
+    def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        raise ComponentError(self.component, "holds rankings made elsewhere, by query id; it cannot rank new text")
+
+
 class Retriever(ABC):
     """A retriever value: parameters only; `index(corpus)` does the work."""
 
     component: str = "lexical"
+    external: bool = False  # answers from outside the process: never memoized nor cached
 
     @abstractmethod
     def index(self, corpus: Corpus) -> Index:

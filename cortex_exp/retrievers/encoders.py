@@ -11,19 +11,17 @@ This is the only module that imports torch (through sentence-transformers), and 
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
-import socket
-import urllib.error
-import urllib.request
 from abc import ABC, abstractmethod
 from pathlib import Path
 
+import httpx
 import numpy as np
 
 from cortex_exp.errors import ComponentError
 from cortex_exp.progress import bar
+from cortex_exp.retrievers.http_json import post_json
 
 LOCAL_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -120,7 +118,8 @@ class LocalEncoder(Encoder):
 
 
 class EndpointEncoder(Encoder):
-    """An OpenAI-compatible embedding server: `POST {url}/v1/embeddings`, `{"input", "model"}`.
+    """An OpenAI-compatible embedding server: `POST {url}/v1/embeddings`, `{"input", "model"}`,
+    through httpx (`http_json.post_json`: every failure raises, naming the URL).
 
     `model_id` is `model@url`: the cache never mixes two servers' vectors. `dim` is learned
     from the first answer (or given) and every later answer must match it.
@@ -147,41 +146,21 @@ class EndpointEncoder(Encoder):
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
-        parts = [self._post(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        with httpx.Client(timeout=self.timeout) as client:
+            parts = [self._post(client, texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
         return l2_normalize(np.concatenate(parts))
 
     def _fail(self, message: str) -> ComponentError:
         return ComponentError("dense", f"embedding endpoint {self.endpoint}: {message}")
 
-    def _post(self, batch: list[str]) -> np.ndarray:
-        body = json.dumps({"input": batch, "model": self.model}).encode("utf-8")
-        request = urllib.request.Request(
-            self.endpoint, data=body, method="POST", headers={"Content-Type": "application/json"}
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as exc:
-            detail = exc.read()[:200].decode("utf-8", "replace")
-            raise self._fail(f"HTTP {exc.code} {exc.reason}: {detail}") from exc
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, (TimeoutError, socket.timeout)):
-                raise self._fail(f"no answer within {self.timeout} s (timeout)") from exc
-            raise self._fail(f"cannot connect ({exc.reason}); is the server running?") from exc
-        except TimeoutError as exc:
-            raise self._fail(f"no answer within {self.timeout} s (timeout)") from exc
-        except (OSError, http.client.HTTPException) as exc:
-            raise self._fail(f"connection failed ({exc!r})") from exc
-        return self._parse(raw, len(batch))
+    def _post(self, client: httpx.Client, batch: list[str]) -> np.ndarray:
+        reply = post_json(client, self.endpoint, {"input": batch, "model": self.model}, self._fail)
+        return self._parse(reply.body, len(batch))
 
-    def _parse(self, raw: bytes, expected: int) -> np.ndarray:
-        try:
-            answer = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise self._fail(f"the answer is not JSON ({exc}): {raw[:120]!r}") from exc
+    def _parse(self, answer, expected: int) -> np.ndarray:
         data = answer.get("data") if isinstance(answer, dict) else None
         if not isinstance(data, list):
-            raise self._fail(f"the answer has no 'data' list: {raw[:120]!r}")
+            raise self._fail(f"the answer has no 'data' list: {json.dumps(answer)[:120]}")
         if len(data) != expected:
             raise self._fail(f"sent {expected} texts, got {len(data)} embeddings back")
         rows = [self._row(item, i) for i, item in enumerate(data)]

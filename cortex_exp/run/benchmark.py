@@ -17,12 +17,13 @@ from cortex_exp.golden import GoldenSet, load_golden
 from cortex_exp.retrievers.base import Index, Ranking
 from cortex_exp.rows import RowSpec, rerank, row_spec
 from cortex_exp.run import gates
+from cortex_exp.run.agreement import Listing, corpus_in_use, unknown_documents
 from cortex_exp.run.indexes import build_indexes
 from cortex_exp.run.learned import load_features
 from cortex_exp.run.log import log
 from cortex_exp.run.prepare import prepare_data
 from cortex_exp.run.probe import down_message, health_record, probe_all
-from cortex_exp.run.ranking import combine, rank_components
+from cortex_exp.run.ranking import combine, rank_components, side_failures
 from cortex_exp.run.record import log_run, run_tags, summary_table
 from cortex_exp.settings import RunSettings
 
@@ -46,6 +47,9 @@ class Measured:
     shares: dict
     refusals: list[str]
     health: dict
+    figures: dict[str, float] = field(default_factory=dict)  # operational and agreement figures, as metrics
+    observed: bool = True  # every side of the system was seen (docs/interface.md §6 components_observed)
+    provenance: dict = field(default_factory=dict)  # what rankings made elsewhere came from, by component
 
 
 def run(settings: RunSettings) -> Outcome:
@@ -58,20 +62,23 @@ def run(settings: RunSettings) -> Outcome:
         raise InputError(f"data.serves: {settings.data.serves} does not exist (leave it unset for no serve log)")
     corpus, golden = load_corpus(settings.data.corpus), load_golden(settings.data.golden)
     degraded: list[str] = []
-    warnings: list[str] = []
-    stale, drift = check_golden(settings, corpus, golden, degraded, warnings)
+    indexed, warnings = corpus_in_use(settings, corpus, degraded)  # a service's own listing, else the file
+    stale, drift = check_golden(settings, indexed, golden, degraded, warnings)
     measured = measure(settings, row, corpus, golden, degraded)
-    tags = run_tags(settings, row, corpus, golden)
+    tags = run_tags(settings, row, indexed, golden)
     tags.update(
         degraded=str(bool(degraded)).lower(),
         stale_override=str(stale.overridden).lower(),
         corpus_moved=str(drift.moved).lower(),
+        components_observed=str(measured.observed).lower(),
     )
+    for source in measured.provenance.values():  # rankings made elsewhere: the file's digest
+        tags["rankings_sha256"] = source["sha256"]
     if degraded:
         tags["degraded_reasons"] = "; ".join(degraded)
         log(gates.degraded_banner(degraded))
     notes = ([gates.degraded_banner(degraded)] if degraded else []) + warnings
-    run_id = log_run(settings, row, uri, corpus, golden, tags, measured, notes)
+    run_id = log_run(settings, row, uri, indexed, golden, tags, measured, notes)
     print(summary_table(settings, row, measured.means, len(measured.per_query), degraded))
     return Outcome(run_id, measured.means, measured.per_query, tags, measured.health, warnings)
 
@@ -83,7 +90,9 @@ def _row(name: str) -> RowSpec:
         raise InputError(f"row: {exc}") from None
 
 
-def check_golden(settings: RunSettings, corpus: Corpus, golden: GoldenSet, degraded: list[str], warnings: list[str]):
+def check_golden(
+    settings: RunSettings, corpus: Corpus | Listing, golden: GoldenSet, degraded: list[str], warnings: list[str]
+):
     """The stale gate (refuses, or is overridden and degrades) and the corpus-drift warning."""
     stale = gates.check_stale(golden, settings.gates, corpus)
     if stale.overridden:
@@ -102,9 +111,13 @@ def measure(settings: RunSettings, row: RowSpec, corpus: Corpus, golden: GoldenS
     indexes = build_indexes(settings, corpus)
     results = probe_gate(settings, corpus, indexes, degraded)
     features, stores = load_features(settings, row, corpus, degraded)
-    rankings = rank_components(settings, corpus, indexes, [q.text for q in golden.queries])
-    shares, refusals = silence_gate(settings, rankings, degraded)
-    base = combine(settings, rankings)
+    ranked_by = rank_components(
+        settings, corpus, indexes, [q.text for q in golden.queries], [q.qid for q in golden.queries]
+    )
+    side_failures(settings, ranked_by, degraded)
+    shares, refusals = silence_gate(settings, ranked_by.watched, degraded)
+    base = combine(settings, ranked_by.components)
+    figures = {**ranked_by.figures, **unknown_documents(settings, corpus, base, degraded)}
     ranked = rerank(row, base, golden.queries, features, settings.features, settings.retriever.depth)
     per_query = metrics.score_run(
         [(q.qid, q.project) for q in golden.queries],
@@ -115,7 +128,9 @@ def measure(settings: RunSettings, row: RowSpec, corpus: Corpus, golden: GoldenS
         settings.ks,
     )
     means = metrics.mean_scores(per_query, metrics.metric_names(settings.ks))
-    return Measured(per_query, means, shares, refusals, health_record(results, stores))
+    health = {**health_record(results, stores), "components_observed": ranked_by.observed}
+    provenance = {n: i.provenance() for n, i in indexes.items() if callable(getattr(i, "provenance", None))}
+    return Measured(per_query, means, shares, refusals, health, figures, ranked_by.observed, provenance)
 
 
 def probe_gate(settings: RunSettings, corpus: Corpus, indexes: dict[str, Index], degraded: list[str]) -> list:

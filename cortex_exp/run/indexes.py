@@ -39,23 +39,28 @@ def with_cache_dir(component: Any, settings: RunSettings) -> Any:
 
 
 def build_indexes(settings: RunSettings, corpus: Corpus) -> dict[str, Index]:
-    """Every component indexed (memoized per process), wrapped in its fault drill if any."""
+    """Every component indexed (memoized per process, except an external one: a service or a
+    file can change while its parameters do not), wrapped in its fault drill if any."""
     out = {}
     for name, component in settings.retriever.components.items():
         component = with_cache_dir(component, settings)
         key = (identity(component), corpus.fingerprint)
-        if key not in _INDEXES:
-            t0 = time.perf_counter()
-            try:
-                _INDEXES[key] = component.index(corpus)
-            except ComponentError as exc:  # not memoized: the probe reports it down
-                out[name] = DownIndex(name, str(exc))
-                continue
-            log(
-                f"indexed {name} ({target_of(component)}) over {len(corpus)} documents "
-                f"in {time.perf_counter() - t0:.1f}s"
-            )
-        out[name] = wrap(_INDEXES[key], settings.faults.mode(name), name)
+        if key in _INDEXES:
+            out[name] = wrap(_INDEXES[key], settings.faults.mode(name), name)
+            continue
+        t0 = time.perf_counter()
+        try:
+            index = component.index(corpus)
+        except ComponentError as exc:  # not memoized: the probe reports it down
+            out[name] = DownIndex(name, str(exc))
+            continue
+        if getattr(component, "external", False):
+            log(f"{name}: {index!r} (answers from outside this process: never memoized nor cached)")
+        else:
+            _INDEXES[key] = index
+            seconds = time.perf_counter() - t0
+            log(f"indexed {name} ({target_of(component)}) over {len(corpus)} documents in {seconds:.1f}s")
+        out[name] = wrap(index, settings.faults.mode(name), name)
     return out
 
 

@@ -12,6 +12,11 @@ hung component cannot be killed, but it no longer holds up the run). The call is
 embedding server, or another model behind the same name, is DOWN even when every vector it
 ever gave is cached), else its `search`.
 
+A whole system (`SystemIndex`, a search service) is asked once; its own ranking is judged under
+the component's name and each side it exposes under the side's name, so a side that is down
+is COMPONENT DOWN: <side> even when the system still answers. Rankings made elsewhere
+(`KeyedIndex`, a ranking file) cannot answer a probe: they are reported as not probed.
+
 Rule (docs/interface.md §5): a component passes when every probe document comes back in the top k of
 its own query. Probe documents are chosen with specific, unique titles, so a healthy BM25 or
 dense side finds them all; one that raises, times out, returns nothing or returns the wrong
@@ -30,7 +35,7 @@ from dataclasses import asdict, dataclass
 
 from cortex_exp.data.corpus import Corpus, Document
 from cortex_exp.errors import InputError
-from cortex_exp.retrievers.base import Index
+from cortex_exp.retrievers.base import Index, KeyedIndex, SystemIndex
 
 TEXT_WORDS = 8
 MIN_FOUND_SHARE = 1.0  # docs/interface.md §5: each probe document must come back in the top 10
@@ -46,6 +51,7 @@ class ProbeResult:
     found: int  # of them, back in the top k of their own query
     latency_s: float
     missed: tuple[str, ...] = ()
+    probed: bool = True  # False: rankings made elsewhere, which cannot answer a probe
 
     def as_json(self) -> dict:
         return {**asdict(self), "missed": list(self.missed)}
@@ -113,7 +119,7 @@ def _call_with_deadline(fn, timeout_s: float):
     return True, box.get("value"), box.get("error")
 
 
-def _judge(name: str, queries: list[ProbeQuery], rankings, k: int, latency: float) -> ProbeResult:
+def _judge(name: str, queries: list[ProbeQuery], rankings, k: int, latency: float, corpus=None) -> ProbeResult:
     n = len(queries)
     if not isinstance(rankings, (list, tuple)) or len(rankings) != n:
         got = f"{len(rankings)} rankings" if isinstance(rankings, (list, tuple)) else repr(type(rankings).__name__)
@@ -126,7 +132,20 @@ def _judge(name: str, queries: list[ProbeQuery], rankings, k: int, latency: floa
     detail = f"found {found} of {n} probe documents in the top {k} of their own query"
     if found < need:
         detail += f" (needs {need}); missed: {', '.join(missed)}"
+        detail += _foreign(rankings, corpus, k)
     return ProbeResult(name, found >= need, detail, n, found, latency, missed)
+
+
+def _foreign(rankings, corpus, k: int) -> str:
+    """Why a component might miss: it returns documents the corpus file does not know."""
+    returned = [d for r in rankings for d in tuple(r.doc_ids)[:k]]
+    alien = [d for d in returned if corpus is not None and d not in corpus]
+    if not alien:
+        return ""
+    return (
+        f"; {len(alien)} of the {len(returned)} documents it returned are not in the corpus file "
+        f"(e.g. {alien[0]}): does it index another corpus? (see CORPUS MISMATCH)"
+    )
 
 
 def probe_component(
@@ -152,17 +171,60 @@ def probe_component(
     if error is not None:
         return ProbeResult(name, False, f"raised {type(error).__name__}: {error}", len(texts), 0, latency)
     try:
-        return _judge(name, queries, rankings, k, latency)
+        return _judge(name, queries, rankings, k, latency, corpus)
     except (AttributeError, TypeError) as exc:  # not a list of Ranking: the component is broken
         return ProbeResult(name, False, f"returned something that is not a ranking ({exc})", len(texts), 0, latency)
+
+
+def probe_system(
+    name: str, index: SystemIndex, corpus: Corpus, queries: list[ProbeQuery], k: int = 10, timeout_s: float = 30
+) -> list[ProbeResult]:
+    """One call to a whole system: its ranking judged as `name`, each side as the side's name."""
+    texts, ids = [q.text for q in queries], [f"probe-{i + 1}" for i in range(len(queries))]
+    start = time.perf_counter()
+    finished, answer, error = _call_with_deadline(lambda: index.answer(texts, k, ids), timeout_s)
+    latency = time.perf_counter() - start
+    if not finished:
+        return [
+            ProbeResult(
+                name, False, f"timed out after {timeout_s:g} s on {len(texts)} probe queries", len(texts), 0, latency
+            )
+        ]
+    if error is not None:
+        return [ProbeResult(name, False, f"raised {type(error).__name__}: {error}", len(texts), 0, latency)]
+    results = [_judge(name, queries, answer.ranking, k, latency, corpus)]
+    for side, rankings in answer.sides.items():
+        failed = answer.errors.get(side)
+        if failed:
+            first = next(iter(failed.values()))
+            detail = f"the system reported it failing on {len(failed)} of {len(texts)} probe queries: {first}"
+            results.append(ProbeResult(side, False, detail, len(texts), 0, latency))
+        else:
+            results.append(_judge(side, queries, rankings, k, latency, corpus))
+    return results
+
+
+def not_probed(name: str) -> ProbeResult:
+    detail = (
+        "not probed: rankings made elsewhere answer golden query ids only; every golden query must be present instead"
+    )
+    return ProbeResult(name, True, detail, 0, 0, 0.0, probed=False)
 
 
 def probe_all(
     indexes: Mapping[str, Index], corpus: Corpus, n: int = 5, k: int = 10, timeout_s: float = 30
 ) -> list[ProbeResult]:
-    """Probe every component with the same queries, in the order given."""
+    """Probe every component with the same queries, in the order given (a system's sides after it)."""
     queries = probe_queries(corpus, n)
-    return [probe_component(name, index, corpus, n, k, timeout_s, queries) for name, index in indexes.items()]
+    results = []
+    for name, index in indexes.items():
+        if isinstance(index, KeyedIndex):
+            results.append(not_probed(name))
+        elif isinstance(index, SystemIndex):
+            results += probe_system(name, index, corpus, queries, k, timeout_s)
+        else:
+            results.append(probe_component(name, index, corpus, n, k, timeout_s, queries))
+    return results
 
 
 def health_record(results: Sequence[ProbeResult], stores: Mapping[str, dict] | None = None) -> dict:

@@ -1,15 +1,18 @@
 """Every component ranks the golden queries (through the ranking cache), then the fusion of
-the components, when there are several, makes the retriever's ranking. On the core path."""
+the components, when there are several, makes the retriever's ranking. A whole system (a
+search service, a ranking file) answers its own ranking and its sides' in one call, never
+cached: its answers come from outside the process. On the core path."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from cortex_exp.data.corpus import Corpus
-from cortex_exp.errors import ComponentError, GateRefused
+from cortex_exp.errors import ComponentError, GateRefused, InputError
 from cortex_exp.progress import bar
-from cortex_exp.retrievers.base import EMPTY, Index, Ranking, target_of
+from cortex_exp.retrievers.base import EMPTY, Answer, Index, KeyedIndex, Ranking, SystemIndex, target_of
 from cortex_exp.retrievers.code_version import code_version
 from cortex_exp.run.indexes import identity, with_cache_dir
 from cortex_exp.run.log import log
@@ -19,13 +22,40 @@ from cortex_exp.settings import RunSettings
 CHUNK = 64  # queries per search call: the dense side's default batch, so encoding is not slowed
 
 
+@dataclass
+class Ranked:
+    """Every ranking of a run's golden queries, `retriever.depth` deep.
+
+    `components`: each component's ranking (what the fusion combines), by name. `sides`: the
+    sides whole systems exposed, by the side's name; `errors` the queries a side reported
+    failing on. `observed` is False when a system exposed no sides (its component health
+    cannot be verified). `figures`: operational measurements (a service's latencies)."""
+
+    components: dict[str, list[Ranking]]
+    sides: dict[str, list[Ranking]] = field(default_factory=dict)
+    errors: dict[str, dict[int, str]] = field(default_factory=dict)
+    figures: dict[str, float] = field(default_factory=dict)
+    observed: bool = True
+
+    @property
+    def watched(self) -> dict[str, list[Ranking]]:
+        """What the silence gate counts: every component and every side."""
+        return {**self.components, **self.sides}
+
+
 def rank_components(
-    settings: RunSettings, corpus: Corpus, indexes: dict[str, Index], texts: list[str]
-) -> dict[str, list[Ranking]]:
-    """Each component's ranking of every text, `retriever.depth` deep, by component name."""
+    settings: RunSettings, corpus: Corpus, indexes: dict[str, Index], texts: list[str], qids: list[str]
+) -> Ranked:
+    """Each component's ranking of every golden query (`texts`, named by `qids`), by name."""
     depth = settings.retriever.depth
-    out = {}
+    ranked = Ranked({})
     for name, index in indexes.items():
+        if isinstance(index, (SystemIndex, KeyedIndex)):
+            answer = measure_anyway(
+                settings, name, lambda i=index, n=name: _answer(i, n, texts, qids, depth), len(texts)
+            )
+            _add_system(ranked, name, answer)
+            continue
 
         def compute(index=index, name=name) -> list[Ranking]:
             t0 = time.perf_counter()
@@ -34,17 +64,77 @@ def rank_components(
             return result
 
         component = with_cache_dir(settings.retriever.components[name], settings)
-        # a drill is never cached, nor a component whose rankings live outside this code (a service)
-        if settings.faults.mode(name) != "none" or not getattr(component, "cache_rankings", True):
-            out[name] = measure_anyway(settings, name, compute, len(texts))
+        # a drill is never cached, nor a component whose answers come from outside the process
+        if settings.faults.mode(name) != "none" or getattr(component, "external", False):
+            ranked.components[name] = measure_anyway(settings, name, compute, len(texts))
             continue
         code = code_version(component)
         key = cache_key(identity(component), code, corpus.fingerprint, texts, depth)
         about = {"component": name, "target": target_of(component), "code": code}
-        out[name] = measure_anyway(
+        ranked.components[name] = measure_anyway(
             settings, name, lambda k=key, c=compute, a=about: _cached(settings, k, c, a, len(texts)), len(texts)
         )
-    return out
+    return ranked
+
+
+def _answer(index: Index, name: str, texts: list[str], qids: list[str], depth: int) -> Answer:
+    """A whole system's answer (a service's, a file's), held to the same shape as `search`."""
+    t0 = time.perf_counter()
+    try:
+        answer = index.answer_ids(qids, depth) if isinstance(index, KeyedIndex) else index.answer(texts, depth, qids)
+    except (ComponentError, InputError):
+        raise
+    except Exception as exc:  # a system of the user's: its failure is a component failure
+        raise ComponentError(name, f"raised {type(exc).__name__}: {exc}") from exc
+    _check_shape(name, answer.ranking, len(texts), depth)
+    for side, rankings in answer.sides.items():
+        _check_shape(side, rankings, len(texts), depth)
+    log(f"ranked {len(texts)} queries with {name} in {time.perf_counter() - t0:.1f}s{_figures(answer.figures)}")
+    return answer
+
+
+def _figures(figures: dict[str, float]) -> str:
+    if "latency_p50_ms" not in figures:
+        return ""
+    return (
+        f": latency p50 {figures['latency_p50_ms']:.1f} ms, p95 {figures['latency_p95_ms']:.1f} ms, "
+        f"p99 {figures['latency_p99_ms']:.1f} ms; {figures['throughput_qps']:.1f} queries/s; "
+        f"{figures['requests']:.0f} requests, {figures['retries']:.0f} retries"
+    )
+
+
+def _add_system(ranked: Ranked, name: str, answer: Answer | list[Ranking]) -> None:
+    """A system's answer into the run's rankings (under allow_degraded a failed one is empty)."""
+    if not isinstance(answer, Answer):  # measured anyway after failing: nothing answered, no side seen
+        ranked.components[name] = answer
+        ranked.observed = False
+        return
+    clash = set(answer.sides) & (set(ranked.watched) | {name})
+    if clash:
+        raise ComponentError(name, f"names a side like a component of the run: {', '.join(sorted(clash))}")
+    ranked.components[name] = answer.ranking
+    ranked.sides.update(answer.sides)
+    ranked.errors.update(answer.errors)
+    ranked.figures.update(answer.figures)
+    ranked.observed = ranked.observed and bool(answer.sides)
+
+
+def side_failures(settings: RunSettings, ranked: Ranked, degraded: list[str]) -> None:
+    """A side a system reported failing on during the run is COMPONENT DOWN (exit 3), as a
+    component failing after its probe is; under allow_degraded it counts as answering nothing
+    there, and the run is tagged degraded."""
+    for side, failed in ranked.errors.items():
+        n = len(ranked.sides[side])
+        what = f"the system reported it failing on {len(failed)} of {n} queries after it passed the probe"
+        first = next(iter(failed.values()))
+        if not settings.gates.allow_degraded:
+            raise GateRefused(
+                f"COMPONENT DOWN: {side}: {what} (first: {first})\n"
+                "No MLflow run was created. To measure anyway pass gates.allow_degraded=true."
+            )
+        log(f"COMPONENT DOWN: {side}: {what}  [measuring anyway: gates.allow_degraded=true]")
+        if f"component {side} down" not in degraded:  # the probe may have said so already
+            degraded.append(f"component {side} down")
 
 
 def search(index: Index, name: str, texts: list[str], depth: int) -> list[Ranking]:
@@ -63,8 +153,13 @@ def search(index: Index, name: str, texts: list[str], depth: int) -> list[Rankin
         raise
     except Exception as exc:  # a component of the user's: its failure is a component failure
         raise ComponentError(name, f"search raised {type(exc).__name__}: {exc}") from exc
-    if len(rankings) != len(texts):
-        raise ComponentError(name, f"returned {len(rankings)} rankings for {len(texts)} queries")
+    _check_shape(name, rankings, len(texts), depth)
+    return rankings
+
+
+def _check_shape(name: str, rankings: list[Ranking], n: int, depth: int) -> None:
+    if len(rankings) != n:
+        raise ComponentError(name, f"returned {len(rankings)} rankings for {n} queries")
     bad = next((i for i, r in enumerate(rankings) if len(r.doc_ids) != len(r.scores) or len(r.doc_ids) > depth), None)
     if bad is not None:
         raise ComponentError(
@@ -72,7 +167,6 @@ def search(index: Index, name: str, texts: list[str], depth: int) -> list[Rankin
             f"ranking {bad} has {len(rankings[bad].doc_ids)} ids, {len(rankings[bad].scores)} "
             f"scores (at most {depth} of each expected)",
         )
-    return rankings
 
 
 def _cached(

@@ -9,11 +9,13 @@ from typing import Any
 
 from cortex_exp import metrics, tracking
 from cortex_exp.data.corpus import Corpus
+from cortex_exp.data.trec import format_run
 from cortex_exp.errors import GateRefused
 from cortex_exp.golden import GoldenSet
 from cortex_exp.retrievers.base import parameters, target_of
 from cortex_exp.rows import RowSpec
 from cortex_exp.run import gates
+from cortex_exp.run.log import log
 from cortex_exp.settings import RunSettings
 from cortex_exp.tables import table
 
@@ -71,10 +73,20 @@ def log_run(
     with tracking.open_run(uri, settings.mlflow.experiment, name, tags, settings.parent_run_id) as mlrun:
         mlrun.log_params(run_params(settings, row))
         mlrun.log_metrics(
-            {**measured.means, "n_queries": len(measured.per_query), **gates.silence_metrics(measured.shares)}
+            {
+                **measured.means,
+                "n_queries": len(measured.per_query),
+                **gates.silence_metrics(measured.shares),
+                **measured.figures,
+            }
         )
         mlrun.log_jsonl("per_query.jsonl", measured.per_query)
-        mlrun.log_json("corpus_fingerprint.json", corpus.fingerprint_record())
+        trec, note = run_trec(measured.per_query, name)
+        if trec is not None:
+            mlrun.log_text("run.trec", trec)
+        notes = notes + ([note] if note else [])
+        rankings = {"rankings": measured.provenance} if measured.provenance else {}
+        mlrun.log_json("corpus_fingerprint.json", {**corpus.fingerprint_record(), **rankings})
         mlrun.log_json("golden_manifest.json", golden.manifest)
         mlrun.log_text("config.yaml", settings.config_yaml)
         mlrun.log_json("health.json", measured.health)
@@ -85,6 +97,17 @@ def log_run(
             mlrun.set_tags({"refused": "silent"})
             raise GateRefused("\n".join(measured.refusals))
     return mlrun.run_id
+
+
+def run_trec(per_query: list[dict], name: str) -> tuple[str | None, str | None]:
+    """The run's ranking as a TREC run (the `top` of every query, docs/interface.md §6), or None
+    and a warning when an id cannot be written in a TREC file."""
+    try:
+        return format_run(((row["qid"], row["top"]) for row in per_query), name), None
+    except ValueError as exc:
+        note = f"WARNING: NO run.trec: {exc}"
+        log(note)
+        return None, note
 
 
 def summary_table(settings: RunSettings, row: RowSpec, means: dict, n: int, degraded: list[str]) -> str:
