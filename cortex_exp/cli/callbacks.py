@@ -1,31 +1,61 @@
-"""A multirun is one parent MLflow run holding its jobs as nested runs: Hydra's callback
-opens it before the first job and closes it (summary table, plot) after the last."""
+"""A multirun is one parent MLflow run holding its jobs as nested runs: Hydra's callback opens it
+before the first job and closes it (summary table, plot) after the last. When the multirun
+stops early — a job refused or failed, SIGINT/SIGTERM at any moment — `end_open_parents` ends
+the parent, and any job still RUNNING, FAILED or KILLED: never RUNNING."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from cortex_exp import tracking
-from cortex_exp.errors import ServiceUnreachable
+from cortex_exp import interrupts, tracking
+from cortex_exp.errors import CortexError
 from cortex_exp.settings import MetricSettings
 
 PARENT_FILE = "parent_run_id"
+SWEPT_FILE = "swept_keys.json"
 _OPEN_PARENTS: list[tuple[str, str]] = []  # (tracking uri, parent run id) of this process
+
+
+def _sweep_file(name: str) -> Path | None:
+    hc = HydraConfig.get()
+    return Path(hc.sweep.dir) / name if hc.mode == RunMode.MULTIRUN else None
 
 
 def parent_run_id() -> str | None:
     """In a multirun job: the parent run id the callback wrote into the sweep folder."""
-    hc = HydraConfig.get()
-    if hc.mode != RunMode.MULTIRUN:
-        return None
-    path = Path(hc.sweep.dir) / PARENT_FILE
-    return path.read_text().strip() if path.exists() else None
+    path = _sweep_file(PARENT_FILE)
+    return path.read_text().strip() if path is not None and path.exists() else None
+
+
+def swept_keys(overrides: list[str]) -> list[str]:
+    """The keys a multirun sweeps (`a=1,2`, `range(...)`, `choice(...)`; not a list value)."""
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    return [o.key_or_group for o in parsed if o.is_sweep_override() and not o.is_hydra_override()]
+
+
+def job_swept() -> dict[str, str]:
+    """In a multirun job: each swept key with this job's value as typed (it names the run)."""
+    path = _sweep_file(SWEPT_FILE)
+    if path is None or not path.exists():
+        return {}
+    keys = json.loads(path.read_text())
+    parsed = OverridesParser.create().parse_overrides(list(HydraConfig.get().overrides.task))
+    return {o.key_or_group: o.get_value_element_as_str() for o in parsed if o.key_or_group in keys}
+
+
+def _exit_on(exc: CortexError) -> None:
+    """Hydra turns a callback's exception into a warning and goes on: stop here instead."""
+    print(exc, file=sys.stderr)
+    end_open_parents()
+    sys.exit(exc.exit_code)
 
 
 class ParentRunCallback(Callback):
@@ -35,30 +65,59 @@ class ParentRunCallback(Callback):
         from cortex_exp.multirun.parent import open_parent
 
         self.uri = tracking.resolve_uri(config.mlflow.tracking_uri)
+        overrides = list(config.hydra.overrides.task)
+        keys = swept_keys(overrides)
+        swept = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") in keys]
+        metrics = MetricSettings(ks=list(config.metrics.ks), primary=config.metrics.primary)
         try:
             tracking.check_reachable(self.uri)
-        except ServiceUnreachable as exc:  # Hydra turns a callback's exception into a warning: exit here
-            print(exc, file=sys.stderr)
-            sys.exit(exc.exit_code)
-        swept = [o for o in config.hydra.overrides.task if "," in o.split("=", 1)[-1]]
-        self.run_id = open_parent(self.uri, config.mlflow.experiment, swept)
+            for line in tracking.mark_orphans(self.uri, config.mlflow.experiment):
+                print(line, file=sys.stderr)
+            with interrupts.deferred():
+                interrupts.checkpoint("multirun.create")
+                self.run_id = open_parent(self.uri, config.mlflow.experiment, swept, [metrics.primary_metric])
+                _OPEN_PARENTS.append((self.uri, self.run_id))
+                interrupts.checkpoint("multirun.created")
+        except CortexError as exc:
+            _exit_on(exc)
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
+        (sweep_dir / SWEPT_FILE).write_text(json.dumps(keys) + "\n")
         (sweep_dir / PARENT_FILE).write_text(self.run_id + "\n")
-        _OPEN_PARENTS.append((self.uri, self.run_id))
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
-        from cortex_exp.multirun.parent import close_parent
+        from cortex_exp.multirun.parent import summarize_parent
 
-        _OPEN_PARENTS.remove((self.uri, self.run_id))
+        interrupts.checkpoint("multirun.end")
         primary = MetricSettings(ks=list(config.metrics.ks), primary=config.metrics.primary).primary_metric
-        close_parent(self.uri, self.run_id, primary)
-        sys.stdout.flush()
+        try:
+            status = summarize_parent(self.uri, self.run_id, primary)
+            with interrupts.deferred():
+                interrupts.checkpoint("multirun.close")
+                tracking.end_run(
+                    self.uri, self.run_id, status, None if status == "FINISHED" else "a job did not finish"
+                )
+                _OPEN_PARENTS.remove((self.uri, self.run_id))
+        except CortexError as exc:
+            _exit_on(exc)
+        print(f"parent_run_id: {self.run_id}", flush=True)
+        interrupts.checkpoint("multirun.closed")
 
 
-def fail_open_parents() -> None:
-    """A job stopped the multirun (a gate, bad input): its parent run ends FAILED, not RUNNING."""
-    while _OPEN_PARENTS:
-        uri, run_id = _OPEN_PARENTS.pop()
-        tracking.end_run(uri, run_id, "FAILED")
-        print(f"parent_run_id: {run_id}  (FAILED: a job stopped the multirun)", file=sys.stderr)
+def end_open_parents() -> None:
+    """The multirun stops early: its parent, and its jobs still RUNNING, end KILLED (a signal)
+    or FAILED (a job stopped it). A store that fails here is said in one line, not raised."""
+    signum = interrupts.received()
+    status = "KILLED" if signum else "FAILED"
+    reason = f"interrupted by {interrupts.Interrupted(signum).name}" if signum else "a job stopped the multirun"
+    with interrupts.deferred():
+        while _OPEN_PARENTS:
+            uri, run_id = _OPEN_PARENTS.pop()
+            try:
+                jobs = tracking.end_running_children(uri, run_id, status, reason)
+                tracking.end_run(uri, run_id, status, reason)
+            except CortexError as exc:
+                print(f"{exc}; parent run {run_id} could not be ended", file=sys.stderr)
+                continue
+            also = f"; {len(jobs)} job run(s) still RUNNING ended too" if jobs else ""
+            print(f"parent_run_id: {run_id}  ({status}: {reason}{also})", file=sys.stderr)

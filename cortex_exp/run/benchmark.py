@@ -1,29 +1,33 @@
-"""One benchmark run: data -> gates -> probe -> rankings -> row -> metrics -> MLflow.
+"""One benchmark run: data -> gates -> indexes -> probe -> [MLflow run: rankings -> row -> metrics -> record].
 
 `run(settings)` is a plain function (tests call it without Hydra). The order of the steps is
 the order of the guarantees: nothing is measured against an unreachable MLflow, a stale golden
-set or a component that is down; a component that goes silent during the run fails the run.
+set or a component that is down, and those refusals create no MLflow run. The MLflow run opens
+when measuring starts, so its duration is the measurement (the set-up before it — loading,
+indexing, probing — is the metric `setup_seconds`), and a crash or a signal during it leaves it
+FAILED or KILLED, never RUNNING. A component that goes silent during the run fails the run.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cortex_exp import metrics, tracking
+from cortex_exp import interrupts, metrics, tracking
 from cortex_exp.data.corpus import Corpus, load_corpus
 from cortex_exp.errors import GateRefused, InputError
 from cortex_exp.golden import GoldenSet, load_golden
 from cortex_exp.retrievers.base import Index, Ranking
 from cortex_exp.rows import RowSpec, rerank, row_spec
-from cortex_exp.run import gates
+from cortex_exp.run import describe, gates
 from cortex_exp.run.indexes import build_indexes
 from cortex_exp.run.learned import load_features
 from cortex_exp.run.log import log
 from cortex_exp.run.prepare import prepare_data
 from cortex_exp.run.probe import down_message, health_record, probe_all
 from cortex_exp.run.ranking import combine, rank_components
-from cortex_exp.run.record import log_run, run_tags, summary_table
+from cortex_exp.run.record import final_tags, log_results, open_benchmark_run, summary_table
 from cortex_exp.settings import RunSettings
 
 
@@ -48,32 +52,53 @@ class Measured:
     health: dict
 
 
+@dataclass
+class Prepared:
+    """Everything the refusals checked before the MLflow run opens."""
+
+    corpus: Corpus
+    golden: GoldenSet
+    indexes: dict[str, Index]
+    features: object
+    health: dict
+    stale: bool
+    moved: bool
+    degraded: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    passed: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
 def run(settings: RunSettings) -> Outcome:
-    """Refuse early (unreachable MLflow, bad input, stale set, component down), then measure and log."""
+    """Refuse early (unreachable MLflow, bad input, stale set, component down), then open the
+    MLflow run, measure and log inside it."""
     uri = tracking.resolve_uri(settings.mlflow.tracking_uri)
     tracking.check_reachable(uri)
     row = _row(settings.row)
-    prepare_data(settings.data, log)
-    if settings.data.serves and not Path(settings.data.serves).is_file():
-        raise InputError(f"data.serves: {settings.data.serves} does not exist (leave it unset for no serve log)")
-    corpus, golden = load_corpus(settings.data.corpus), load_golden(settings.data.golden)
-    degraded: list[str] = []
-    warnings: list[str] = []
-    stale, drift = check_golden(settings, corpus, golden, degraded, warnings)
-    measured = measure(settings, row, corpus, golden, degraded)
-    tags = run_tags(settings, row, corpus, golden)
-    tags.update(
-        degraded=str(bool(degraded)).lower(),
-        stale_override=str(stale.overridden).lower(),
-        corpus_moved=str(drift.moved).lower(),
+    ready = prepare(settings, row)
+    for line in tracking.mark_orphans(uri, settings.mlflow.experiment):
+        log(line)
+    note = describe.opening(settings, row, ready.golden, ready.passed, ready.warnings)
+    with open_benchmark_run(settings, row, uri, ready.corpus, ready.golden, note) as mlrun:
+        measured = measure(settings, row, ready)
+        tags = final_tags(row, ready.degraded, ready.stale, ready.moved, bool(measured.refusals))
+        if ready.degraded:
+            log(gates.degraded_banner(ready.degraded))
+        notes = ([gates.degraded_banner(ready.degraded)] if ready.degraded else []) + ready.warnings
+        log_results(mlrun, settings, row, ready.corpus, ready.golden, measured, notes)
+        mlrun.log_metrics({"setup_seconds": ready.seconds})
+        shown = [settings.metrics.primary_metric, "ndcg_at_10", "mrr"]
+        tags[tracking.NOTE] = describe.closing(
+            note, tags["decides"] == "true", measured.refusals, measured.means, shown
+        )
+        mlrun.set_tags(tags)  # decides=true is the last word of a run that finishes
+        if measured.refusals:
+            raise GateRefused("\n".join(measured.refusals))
+        interrupts.checkpoint("bench.logged")
+    print(summary_table(settings, row, measured.means, len(measured.per_query), ready.degraded))
+    return Outcome(
+        mlrun.run_id, measured.means, measured.per_query, dict(mlrun.journal.tags), measured.health, ready.warnings
     )
-    if degraded:
-        tags["degraded_reasons"] = "; ".join(degraded)
-        log(gates.degraded_banner(degraded))
-    notes = ([gates.degraded_banner(degraded)] if degraded else []) + warnings
-    run_id = log_run(settings, row, uri, corpus, golden, tags, measured, notes)
-    print(summary_table(settings, row, measured.means, len(measured.per_query), degraded))
-    return Outcome(run_id, measured.means, measured.per_query, tags, measured.health, warnings)
 
 
 def _row(name: str) -> RowSpec:
@@ -81,6 +106,38 @@ def _row(name: str) -> RowSpec:
         return row_spec(name)
     except ValueError as exc:
         raise InputError(f"row: {exc}") from None
+
+
+def prepare(settings: RunSettings, row: RowSpec) -> Prepared:
+    """Data, the stale gate, the drift warning, indexes, the probe and the learned stores: every
+    refusal that creates no run."""
+    started = time.monotonic()
+    interrupts.checkpoint("bench.start")
+    prepare_data(settings.data, log)
+    if settings.data.serves and not Path(settings.data.serves).is_file():
+        raise InputError(f"data.serves: {settings.data.serves} does not exist (leave it unset for no serve log)")
+    corpus, golden = load_corpus(settings.data.corpus), load_golden(settings.data.golden)
+    degraded: list[str] = []
+    warnings: list[str] = []
+    stale, drift = check_golden(settings, corpus, golden, degraded, warnings)
+    indexes = build_indexes(settings, corpus)
+    results = probe_gate(settings, corpus, indexes, degraded)
+    features, stores = load_features(settings, row, corpus, degraded)
+    interrupts.checkpoint("bench.probed")
+    passed = gates_passed(stale, drift, results, stores)
+    ready = Prepared(corpus, golden, indexes, features, health_record(results, stores), stale.overridden, drift.moved)
+    ready.degraded, ready.warnings, ready.passed = degraded, warnings, passed
+    ready.seconds = time.monotonic() - started
+    return ready
+
+
+def gates_passed(stale, drift, results, stores: dict) -> list[str]:
+    """What the gates found, in words for the run's description."""
+    out = ["golden set fresh" if not stale.stale else "golden set STALE (gates.allow_stale)"]
+    out.append(f"corpus drift {gates.pct(drift.share)}%" + (" (CORPUS MOVED)" if drift.moved else ""))
+    out += [f"probe {r.name} {'ok' if r.ok else 'DOWN (gates.allow_degraded)'}" for r in results]
+    out += [f"{name} store {'ok' if s.get('ok') else 'DOWN'}" for name, s in stores.items()]
+    return out
 
 
 def check_golden(settings: RunSettings, corpus: Corpus, golden: GoldenSet, degraded: list[str], warnings: list[str]):
@@ -97,15 +154,14 @@ def check_golden(settings: RunSettings, corpus: Corpus, golden: GoldenSet, degra
     return stale, drift
 
 
-def measure(settings: RunSettings, row: RowSpec, corpus: Corpus, golden: GoldenSet, degraded: list[str]) -> Measured:
-    """Probe, rank every component (cached), fuse, apply the row, score every query."""
-    indexes = build_indexes(settings, corpus)
-    results = probe_gate(settings, corpus, indexes, degraded)
-    features, stores = load_features(settings, row, corpus, degraded)
-    rankings = rank_components(settings, corpus, indexes, [q.text for q in golden.queries])
-    shares, refusals = silence_gate(settings, rankings, degraded)
+def measure(settings: RunSettings, row: RowSpec, ready: Prepared) -> Measured:
+    """Rank every component (cached), fuse, apply the row, score every query."""
+    golden, corpus = ready.golden, ready.corpus
+    rankings = rank_components(settings, corpus, ready.indexes, [q.text for q in golden.queries])
+    interrupts.checkpoint("bench.ranked")
+    shares, refusals = silence_gate(settings, rankings, ready.degraded)
     base = combine(settings, rankings)
-    ranked = rerank(row, base, golden.queries, features, settings.features, settings.retriever.depth)
+    ranked = rerank(row, base, golden.queries, ready.features, settings.features, settings.retriever.depth)
     per_query = metrics.score_run(
         [(q.qid, q.project) for q in golden.queries],
         [r.doc_ids for r in ranked],
@@ -115,7 +171,7 @@ def measure(settings: RunSettings, row: RowSpec, corpus: Corpus, golden: GoldenS
         settings.ks,
     )
     means = metrics.mean_scores(per_query, metrics.metric_names(settings.ks))
-    return Measured(per_query, means, shares, refusals, health_record(results, stores))
+    return Measured(per_query, means, shares, refusals, ready.health)
 
 
 def probe_gate(settings: RunSettings, corpus: Corpus, indexes: dict[str, Index], degraded: list[str]) -> list:
