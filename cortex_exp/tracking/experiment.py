@@ -85,24 +85,45 @@ def setup_tags(experiment_id: str, metrics: list[str]) -> dict[str, str]:
     return tags
 
 
+def _missing(exp, metrics: list[str]) -> dict[str, str]:
+    """The set-up tags the experiment lacks; a kind only when it has none or the UI merely
+    inferred one (a user's choice stays)."""
+    have = dict(exp.tags)
+    kind = have.get(KIND_TAG, "")
+    return {
+        key: value
+        for key, value in setup_tags(exp.experiment_id, metrics).items()
+        if key not in have or (key == KIND_TAG and (kind.endswith("_inferred") or kind == "no_inferred_type"))
+    }
+
+
+def _set_tag(client, experiment_id: str, key: str, value: str) -> None:
+    """Set a tag; another process that set it first (a server has no lock of ours) is fine."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        client.set_experiment_tag(experiment_id, key, value)
+    except MlflowException:
+        if key not in client.get_experiment(experiment_id).tags:
+            raise
+
+
 def ensure(client, uri: str, name: str, metrics: list[str] | None = None) -> str:
     """The experiment's id; created (artifacts beside an sqlite database, under `mlruns/`) and
-    set up when missing. An existing experiment gets only the tags it lacks, and a kind only
-    when it has none or the UI merely inferred one: a user's choice stays."""
+    set up when missing, under the store's creation lock (`store.creation_lock`)."""
+    metrics = metrics or ["recall_at_24", "ndcg_at_10", "mrr"]
     exp = client.get_experiment_by_name(name)
-    if exp is None:
-        with creation_lock(uri):
-            exp = client.get_experiment_by_name(name)  # another process may have made it meanwhile
-            if exp is None:
-                db = sqlite_path(uri)
-                location = (db.parent / DEFAULT_ARTIFACTS).resolve().as_uri() if db else None
-                client.create_experiment(name, artifact_location=location)
-                exp = client.get_experiment_by_name(name)
-    have = dict(exp.tags)
-    for key, value in setup_tags(exp.experiment_id, metrics or ["recall_at_24", "ndcg_at_10", "mrr"]).items():
-        inferred = key == KIND_TAG and (have.get(key, "").endswith("_inferred") or have.get(key) == "no_inferred_type")
-        if key not in have or inferred:
-            client.set_experiment_tag(exp.experiment_id, key, value)
+    if exp is not None and not _missing(exp, metrics):
+        return exp.experiment_id
+    with creation_lock(uri):
+        exp = client.get_experiment_by_name(name)  # another process may have made it meanwhile
+        if exp is None:
+            db = sqlite_path(uri)
+            location = (db.parent / DEFAULT_ARTIFACTS).resolve().as_uri() if db else None
+            client.create_experiment(name, artifact_location=location)
+            exp = client.get_experiment_by_name(name)
+        for key, value in _missing(exp, metrics).items():
+            _set_tag(client, exp.experiment_id, key, value)
     return exp.experiment_id
 
 

@@ -10,7 +10,11 @@ the database, the artifacts, or MLflow's temporary files).
 from __future__ import annotations
 
 import errno
+import os
+import re
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from cortex_exp.tracking.store import is_http, sqlite_path
 
@@ -18,6 +22,13 @@ FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 SQLITE_FULL = "database or disk is full"
 SQLITE_GONE = ("unable to open database file", "disk I/O error", "database is locked", "readonly database")
 HTTP_GONE = ("API request to", "Max retries exceeded", "Connection refused", "Read timed out", "ConnectionError")
+HTTP_REASONS = {  # what a failed request says, in a few words
+    "Connection refused": "connection refused",
+    "Read timed out": "no answer within $MLFLOW_HTTP_REQUEST_TIMEOUT seconds",
+    "Name or service not known": "unknown host",
+    "RemoteDisconnected": "the server closed the connection",
+    "Connection reset": "the server reset the connection",
+}
 
 
 @dataclass(frozen=True)
@@ -45,12 +56,39 @@ def _first_line(exc: BaseException) -> str:
     return (text[0] if text else type(exc).__name__)[:300]
 
 
-def classify(uri: str, exc: BaseException) -> Failure | None:
-    """The store's failure behind `exc`, or None when `exc` is not one."""
+def _http_reason(message: str) -> str:
+    reason = next((short for key, short in HTTP_REASONS.items() if key in message), None)
+    where = re.search(r"url: (\S+)", message) or re.search(r"API request to \S*?(/api/\S+)", message)
+    if reason is None:
+        return message.strip().splitlines()[0][:300] if message.strip() else "request failed"
+    return f"{reason} at {where.group(1)}" if where else reason
+
+
+def fullest(places: list[str]) -> str:
+    """Of the folders a write may have gone to, the one with the least space left: a failed
+    write() names no file, but the full device is the one to name."""
+
+    def free(place: str) -> float:
+        path = Path(place)
+        while not path.exists() and path != path.parent:
+            path = path.parent
+        try:
+            stat = os.statvfs(path)
+        except OSError:
+            return float("inf")
+        return stat.f_bavail * stat.f_frsize
+
+    return min(places, key=free) if places else "?"
+
+
+def classify(uri: str, exc: BaseException, places: list[str] | None = None) -> Failure | None:
+    """The store's failure behind `exc`, or None when `exc` is not one. `places` are the folders
+    the run writes to (its artifacts, the database, MLflow's temporary files)."""
     db = sqlite_path(uri)
+    places = [str(p) for p in (places or [])] + ([str(db.resolve().parent)] if db else [])
     for cause in _chain(exc):
         if isinstance(cause, OSError) and cause.errno in FULL_ERRNOS:
-            where = cause.filename or (db if db else uri)
+            where = cause.filename or fullest(places + [tempfile.gettempdir()])
             return Failure("full", f"no space left on device writing {where} ({cause.strerror})")
         message = str(cause)
         if db is not None and SQLITE_FULL in message:
@@ -58,7 +96,7 @@ def classify(uri: str, exc: BaseException) -> Failure | None:
         if db is not None and any(s in message for s in SQLITE_GONE):
             return Failure("unreachable", f"sqlite {db}: {_first_line(cause)}")
         if is_http(uri) and (any(s in message for s in HTTP_GONE) or type(cause).__module__.startswith("requests")):
-            return Failure("unreachable", _first_line(cause))
+            return Failure("unreachable", _http_reason(message))
         if isinstance(cause, (PermissionError, FileNotFoundError)) and cause.filename:
             return Failure("unreachable", f"cannot write {cause.filename}: {cause.strerror}")
     return None

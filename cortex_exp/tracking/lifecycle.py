@@ -1,6 +1,6 @@
 """Runs that always end: a run left RUNNING by a process of this host that is gone (killed with
 SIGKILL, power lost) is marked KILLED by the next run that starts, and says so in its tags and
-its description (docs/interface.md §6 `host`, `pid`, `killed_reason`)."""
+its description (docs/interface.md §6 `host`, `pid`, `end_reason`)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def mark_orphans(client, experiment_id: str) -> list[str]:
             continue
         when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
         reason = f"process {pid} on {host} was gone at {when}; the run was left RUNNING and is marked KILLED"
-        client.set_tag(run.info.run_id, "killed_reason", reason)
+        client.set_tag(run.info.run_id, "end_reason", reason)
         append_note(client, run.info.run_id, f"**KILLED**: {reason} by the next run that started on this host.")
         client.set_terminated(run.info.run_id, "KILLED")
         lines.append(f"WARNING: ORPHANED RUN: run {run.info.run_id} ({run.info.run_name}): {reason}")

@@ -29,6 +29,7 @@ from cortex_exp.tracking.source import process_tags, source_tags
 from cortex_exp.tracking.store import client as store_client
 
 REPLAY = "python -m cortex_exp.tracking replay"
+NOTHING = "; no run was created, nothing was measured"
 
 
 def _say(message: str) -> None:
@@ -46,6 +47,7 @@ class RunLog:
         self.status = "FINISHED"
         self.end_time: int | None = None  # None: when it ends (a replay keeps the original)
         self.failure: failures.Failure | None = None
+        self.places: list[str] = []  # local folders the run writes to (its artifacts), to name a full disk
 
     @property
     def run_id(self) -> str:
@@ -59,14 +61,14 @@ class RunLog:
         try:
             getattr(self.client, method)(*args, **kwargs)
         except Exception as exc:
-            found = failures.classify(self.journal.uri, exc)
+            found = failures.classify(self.journal.uri, exc, self.places)
             if found is None:
                 raise
             if self.spool_dir is None:
                 raise ServiceUnreachable(found.line(self.journal.uri)) from None
             self.failure = found
             self.journal.failure = found.line(self.journal.uri)
-            _say(f"{self.journal.failure}; measuring on: the results will be kept in the spool")
+            _say(f"WARNING: {self.journal.failure}; the run goes on, its results will be kept in a spool folder")
 
     def set_tags(self, tags: dict) -> None:
         from mlflow.entities import RunTag
@@ -146,15 +148,31 @@ class RunLog:
             if status == "KILLED" and self.failure is None:
                 _say(f"run {self.run_id} ({self.journal.name}) marked KILLED ({_how(status, exc)})")
             if self.failure is not None:
-                self._spool(exc)
+                self._spool(exc, self._mark_failed())
 
     def _note_with(self, line: str) -> str:
         old = self.journal.tags.get(NOTE, "")
         self.journal.tags[NOTE] = (old.rstrip() + "\n\n" if old else "") + line
         return self.journal.tags[NOTE]
 
-    def _spool(self, exc: BaseException | None) -> None:
-        head = f"{self.failure.line(self.journal.uri)}; run {self.run_id} ({self.journal.name})"
+    def _mark_failed(self) -> str:
+        """A full store may still take the one write that ends the run FAILED (the artifacts'
+        disk was full, or the database has a free page): try it; a store that went away is not
+        asked again (its run is marked KILLED by the next start, or `replayed_as` by a replay)."""
+        if self.failure.kind != "full":
+            return "left RUNNING in the store"
+        try:
+            self.client.set_tag(self.run_id, "end_reason", f"the tracking store failed: {self.journal.failure}")
+            with contextlib.redirect_stdout(sys.stderr):
+                self.client.set_terminated(self.run_id, "FAILED")
+        except Exception as exc:
+            if failures.classify(self.journal.uri, exc, self.places) is None:
+                raise
+            return "could not be marked FAILED in the full store"
+        return "marked FAILED in the store"
+
+    def _spool(self, exc: BaseException | None, state: str) -> None:
+        head = f"{self.failure.line(self.journal.uri)}; run {self.run_id} ({self.journal.name}) {state}"
         try:
             folder = spool.write(self.journal, self.spool_dir)
         except OSError as err:
@@ -192,8 +210,15 @@ def dataset_input(name: str, digest: str, source_uri: str, context: str):
     return DatasetInput(dataset._to_mlflow_entity(), [InputTag(key="mlflow.data.context", value=context)])
 
 
+def local_places(artifact_uri: str | None) -> list[str]:
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(artifact_uri or "")
+    return [unquote(parsed.path)] if parsed.scheme in ("file", "") and parsed.path else []
+
+
 @contextmanager
-def guard(uri: str) -> Iterator[None]:
+def guard(uri: str, why: str = "") -> Iterator[None]:
     """A store failure outside an open run (creating it, attaching to one) is exit 4 at once."""
     try:
         yield
@@ -201,7 +226,7 @@ def guard(uri: str) -> Iterator[None]:
         found = failures.classify(uri, exc)
         if found is None:
             raise
-        raise ServiceUnreachable(found.line(uri)) from None
+        raise ServiceUnreachable(found.line(uri) + why) from None
 
 
 @contextmanager
@@ -219,7 +244,7 @@ def open_run(
 ) -> Iterator[RunLog]:
     """A new run that ends FINISHED (or `log.status`), KILLED on a signal, FAILED on an error.
     It carries MLflow's source tags for `entry` (the command), `host` and `pid`."""
-    with guard(uri):
+    with guard(uri, NOTHING):
         client = store_client(uri)
         exp_id = experiment.ensure(client, uri, experiment_name, metrics)
     all_tags = {**source_tags(entry), **process_tags(), **{k: str(v) for k, v in tags.items()}}
@@ -227,13 +252,14 @@ def open_run(
         all_tags["mlflow.parentRunId"] = parent_run_id
     log = None
     try:
-        with interrupts.deferred(), guard(uri):
+        with interrupts.deferred(), guard(uri, NOTHING):
             interrupts.checkpoint("run.create")
             journal = spool.Journal(experiment_name, name, uri, tags=dict(all_tags))
             journal.start_time = start_time or journal.start_time
             run = client.create_run(exp_id, run_name=name, tags=all_tags, start_time=journal.start_time)
             journal.run_id = run.info.run_id
             log = RunLog(client, journal, spool_dir, unfinished_tags)
+            log.places = local_places(run.info.artifact_uri)
             interrupts.checkpoint("run.created")
         yield log
     except BaseException as exc:
