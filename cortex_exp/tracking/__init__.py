@@ -2,7 +2,8 @@
 
 - `store`: which store, whether it answers, one fast-failing, signal-safe client per store.
 - `experiment`: the experiment as the UI shows it (kind, description, saved views).
-- `runlog`: one run from creation to its end (FINISHED, FAILED, KILLED), mirrored in a journal.
+- `runs` / `runlog`: a run created where no signal interrupts it, ended once (FINISHED, FAILED,
+  KILLED), everything it logs mirrored in a journal.
 - `spool` / `replay`: a run kept on disk when the store failed, logged later.
 - `parents`: a multirun's parent run and its jobs.
 - `lifecycle`, `source`: which process and which code made a run; runs left RUNNING by a dead
@@ -15,7 +16,8 @@ from __future__ import annotations
 from cortex_exp.tracking.experiment import view_link
 from cortex_exp.tracking.lifecycle import NOTE, append_note
 from cortex_exp.tracking.parents import child_runs, end_run, end_running_children, start_parent
-from cortex_exp.tracking.runlog import RunLog, attach, guard, open_run
+from cortex_exp.tracking.runlog import RunLog
+from cortex_exp.tracking.runs import attach, guard, open_run
 from cortex_exp.tracking.spool import spool_root
 from cortex_exp.tracking.store import DEFAULT_URI, check_reachable, client, resolve_uri
 

@@ -24,7 +24,7 @@ SQLITE_GONE = ("unable to open database file", "disk I/O error", "database is lo
 HTTP_GONE = ("API request to", "Max retries exceeded", "Connection refused", "Read timed out", "ConnectionError")
 HTTP_REASONS = {  # what a failed request says, in a few words
     "Connection refused": "connection refused",
-    "Read timed out": "no answer within $MLFLOW_HTTP_REQUEST_TIMEOUT seconds",
+    "Read timed out": "no answer within {timeout} s per try (MLFLOW_HTTP_REQUEST_TIMEOUT)",
     "Name or service not known": "unknown host",
     "RemoteDisconnected": "the server closed the connection",
     "Connection reset": "the server reset the connection",
@@ -57,7 +57,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _http_reason(message: str) -> str:
-    reason = next((short for key, short in HTTP_REASONS.items() if key in message), None)
+    timeout = os.environ.get("MLFLOW_HTTP_REQUEST_TIMEOUT", "120")
+    reason = next((short.format(timeout=timeout) for key, short in HTTP_REASONS.items() if key in message), None)
     where = re.search(r"url: (\S+)", message) or re.search(r"API request to \S*?(/api/\S+)", message)
     if reason is None:
         return message.strip().splitlines()[0][:300] if message.strip() else "request failed"

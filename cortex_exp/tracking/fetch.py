@@ -21,7 +21,7 @@ from typing import Any
 
 from cortex_exp.errors import InputError
 from cortex_exp.tracking import store
-from cortex_exp.tracking.runlog import guard
+from cortex_exp.tracking.runs import guard
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 DEFAULT_EXPERIMENT = "cortex_exp"
@@ -80,7 +80,8 @@ def _experiment_scopes(client, experiment: str | None) -> list[list[str]]:
 def _candidate(run) -> str:
     """One line that tells same-named runs apart."""
     tags = run.data.tags
-    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(run.info.start_time / 1000))
+    ms = run.info.start_time
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d} UTC"
     parts = [run.info.run_id, started, f"golden_id {tags.get('golden_id', '?')[:12]}"]
     parts += [f"in multirun {tags['mlflow.parentRunId']}"] if "mlflow.parentRunId" in tags else []
     parts += ["degraded"] if tags.get("degraded") == "true" else []

@@ -9,7 +9,8 @@ import sys
 
 from cortex_exp.tracking import experiment
 from cortex_exp.tracking.lifecycle import append_note
-from cortex_exp.tracking.runlog import RunLog, guard
+from cortex_exp.tracking.runlog import RunLog
+from cortex_exp.tracking.runs import guard
 from cortex_exp.tracking.source import process_tags, source_tags
 from cortex_exp.tracking.store import client as store_client
 

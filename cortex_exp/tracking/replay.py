@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cortex_exp.errors import InputError
 from cortex_exp.tracking import spool
-from cortex_exp.tracking.runlog import guard, open_run
+from cortex_exp.tracking.runs import guard, open_run
 from cortex_exp.tracking.source import process_tags
 from cortex_exp.tracking.store import client as store_client
 
