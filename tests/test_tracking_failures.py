@@ -112,23 +112,33 @@ def fill(mount: Path, leave_kb: int) -> None:
 
 def test_a_full_disk_is_one_line_exit_4_the_run_failed_and_spooled(small_disk, tmp_path):
     data = tiny_dataset(tmp_path / "data")
-    uri = f"sqlite:///{small_disk}/mlflow.db"
-    assert run_cli(["cortex_exp", *data_args(data, uri)], tmp_path).returncode == 0  # the store exists
-    fill(small_disk, leave_kb=40)  # room for the run's row, not for its artifacts
+    template = migrated_store(tmp_path / "template")
+    # a store whose artifacts (`mlruns/` beside the database) are on the disk that is full
+    uri = store_from(template, tmp_path / "store")
+    (tmp_path / "store" / "mlruns").symlink_to(small_disk, target_is_directory=True)
+    # and a store whose database itself is on it
+    full_db = store_from(template, small_disk / "db")
+    fill(small_disk, leave_kb=0)
+
     r = run_cli(["cortex_exp", *data_args(data, uri)], tmp_path)
-    assert r.returncode == 4 and "Traceback" not in r.stderr
+    assert r.returncode == 4 and "Traceback" not in r.stderr, r.stderr[-2000:]
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith(f"MLFLOW STORE FULL: no space left on device writing {small_disk}/")
     assert "marked FAILED in the store" in last
-    failed = [run for run in store_runs(uri) if run.info.status != "FINISHED"]
-    assert [run.info.status for run in failed] == ["FAILED"]
-    assert failed[0].data.tags["decides"] == "false" and "STORE FULL" in failed[0].data.tags["end_reason"]
+    (failed,) = store_runs(uri)
+    assert failed.info.status == "FAILED" and failed.data.tags["decides"] == "false"
+    assert "STORE FULL" in failed.data.tags["end_reason"]
     replayed = run_cli(["cortex_exp.tracking", "replay", str(spooled(r.stderr))], tmp_path)
     assert replayed.returncode == 0, replayed.stderr[-1500:]  # into sqlite:///mlflow.db in tmp_path
-    fill(small_disk, leave_kb=0)  # not even the run's row: no run, nothing measured
-    r = run_cli(["cortex_exp", *data_args(data, uri)], tmp_path)
-    assert r.returncode == 4 and "Traceback" not in r.stderr
-    assert (
-        r.stderr.strip().splitlines()[-1].startswith(f"MLFLOW STORE FULL: no space left on device writing {small_disk}")
+    (whole,) = store_runs(f"sqlite:///{tmp_path}/mlflow.db")
+    assert whole.info.status == "FINISHED" and "per_query.jsonl" in {
+        a.path for a in MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").list_artifacts(whole.info.run_id)
+    }
+
+    r = run_cli(["cortex_exp", *data_args(data, full_db)], tmp_path)  # not even room for the run's row
+    assert r.returncode == 4 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"MLFLOW STORE FULL: no space left on device writing {small_disk}/db/mlflow.db "
+        "(sqlite: database or disk is full); no run was created, nothing was measured"
     )
-    assert len(store_runs(uri)) == 2
+    assert store_runs(full_db) == []
