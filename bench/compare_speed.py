@@ -38,7 +38,6 @@ def make_store(folder: Path, n_queries: int) -> tuple[str, str, str]:
     uri = f"sqlite:///{folder}/mlflow.db"
     mlflow.set_tracking_uri(uri)
     exp = mlflow.create_experiment("cortex_exp", artifact_location=(folder / "mlruns").as_uri())
-    mlflow.create_experiment("comparisons", artifact_location=(folder / "mlruns_cmp").as_uri())
     docs = {f"doc{i:05d}": f"{i:064x}" for i in range(2000)}
     ids = []
     for seed, name, shift in ((1, "core/bm25_v1", 0.0), (2, "core/bm25_v2", 0.05)):

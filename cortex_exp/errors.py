@@ -65,12 +65,13 @@ def report(exc: BaseException) -> int:
 
 
 def run_cli(fn: Callable[[], object]) -> int:
-    """Run a command's body; every exception becomes its exit code (Ctrl-C: 130)."""
+    """Run a command's body; every exception becomes its exit code (SIGINT 130, SIGTERM 143:
+    `cortex_exp.interrupts.Interrupted` carries the signal)."""
     try:
         fn()
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        print(f"interrupted by {getattr(exc, 'name', 'SIGINT')}", file=sys.stderr)
+        return getattr(exc, "exit_code", 130)
     except Exception as exc:  # the edge of the program: everything becomes an exit code
         return report(exc)
     return 0

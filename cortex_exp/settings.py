@@ -191,6 +191,9 @@ class MlflowSettings:
 
     tracking_uri: str | None = None  # None: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db (artifacts in mlruns/)
     experiment: str = "cortex_exp"
+    spool_dir: str | None = (
+        None  # where a run is kept when the store fails; None: $CORTEX_SPOOL_DIR, else mlflow-spool/
+    )
 
     def __post_init__(self):
         check(
@@ -256,6 +259,7 @@ class RunSettings:
     mlflow: MlflowSettings = field(default_factory=MlflowSettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
     parent_run_id: str | None = None
+    swept: dict[str, str] = field(default_factory=dict)  # a multirun job's swept overrides (key -> value as typed)
     config_yaml: str = ""  # the composed config, logged as config.yaml
 
     @property

@@ -101,6 +101,13 @@ def cache_in_tmp(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("CORTEX_CACHE_DIR", str(tmp_path_factory.mktemp("cortex-cache")))
 
 
+@pytest.fixture(autouse=True)
+def spool_in_tmp(tmp_path_factory, monkeypatch):
+    """A run whose tracking store fails keeps its results in a spool folder (default
+    `mlflow-spool/` under the working directory): never the source tree in tests."""
+    monkeypatch.setenv("CORTEX_SPOOL_DIR", str(tmp_path_factory.mktemp("cortex-spool")))
+
+
 @pytest.fixture
 def mlflow_uri(tmp_path, monkeypatch):
     uri = f"sqlite:///{tmp_path}/mlflow.db"

@@ -90,7 +90,6 @@ def store(tmp_path_factory):
     uri = f"sqlite:///{tmp}/mlflow.db"
     mlflow.set_tracking_uri(uri)
     exp = mlflow.create_experiment("cortex_exp", artifact_location=(tmp / "mlruns").as_uri())
-    mlflow.create_experiment("comparisons", artifact_location=(tmp / "mlruns_cmp").as_uri())
     moved = {"q03": "n1", "q07": "n2", "q11": "n3"}
     runs = {
         "tiny": log_run(exp, "core/bm25_v1", per_query(1, n=1), golden="g3"),
@@ -157,19 +156,53 @@ def test_two_core_runs_decide_and_match_scipy(store, capsys):
 
 def test_selectors_and_table_output(store, capsys):
     uri, runs = store
-    code = main(["core/bm25_v1", "latest:core/bm25_v2", "--tracking-uri", uri])
+    code = main(["latest:core/bm25_v1", "latest:core/bm25_v2", "--tracking-uri", uri])
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert runs["latest_v2"] in out and "recall_at_5" in out and "W/T/L" in out
+    assert runs["same"] in out and runs["latest_v2"] in out and "recall_at_5" in out and "W/T/L" in out
     assert "±half-width" in out and "queries needed" in out and "5% = " in out
     assert max(len(line) for line in out.splitlines()) <= 100
     assert "comparison_run_id: " in out.strip().splitlines()[-1]
     comp_id = out.strip().splitlines()[-1].split(": ")[1]
-    comp = mlflow.MlflowClient(uri).get_run(comp_id)
-    assert comp.data.tags["run_b"] == runs["latest_v2"] and comp.data.tags["decides"] == "true"
-    assert "diff_recall_at_5" in comp.data.metrics
     names = {f.path for f in mlflow.MlflowClient(uri).list_artifacts(comp_id)}
     assert {"report.md", "diffs.png", "compare.json"} <= names
+
+
+def test_a_name_several_runs_carry_is_refused_listing_them(store, capsys):
+    uri, runs = store
+    assert main(["core/bm25_v1", runs["v2"], "--tracking-uri", uri, "--no-log"]) == 2
+    err = capsys.readouterr().err
+    assert "run name 'core/bm25_v1' is ambiguous: 5 FINISHED runs" in err and "latest:core/bm25_v1" in err
+    for key in ("tiny", "v1", "noproj_a", "noproj_b", "same"):
+        assert runs[key] in err
+    # a name only one FINISHED run carries is that run
+    code, res, _ = run_json(capsys, uri, "graph_boosts/bm25_v2", runs["v2"])
+    assert code == 0 and res["run_a"] == runs["gb"]
+
+
+def test_the_comparison_is_findable_from_both_runs(store, capsys):
+    uri, runs = store
+    code = main([runs["v1"], runs["v2"], "--tracking-uri", uri])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    client = mlflow.MlflowClient(uri)
+    comp = client.get_run(out.strip().splitlines()[-1].split(": ")[1])
+    a, b = client.get_run(runs["v1"]), client.get_run(runs["v2"])
+    assert comp.info.experiment_id == b.info.experiment_id  # beside the runs it compares
+    tags = comp.data.tags
+    assert tags["kind"] == "comparison" and tags["comparison_decides"] == "true" and "decides" not in tags
+    assert tags["run_a"] == runs["v1"] and tags["run_b"] == runs["v2"]
+    assert tags["verdict.recall_at_5"] == comp.data.params["verdict.recall_at_5"] == "better"
+    assert {f"verdict.{m}" for m in ("recall_at_5", "recall_at_24", "noise_at_5", "mrr", "ndcg_at_10")} <= set(tags)
+    assert "diff_recall_at_5" in comp.data.metrics and comp.data.params["ci"] == "t"
+    note = tags["mlflow.note.content"]
+    for run in (a, b):
+        assert f"#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}" in note
+        assert run.data.tags[f"compared_in.{comp.info.run_id}"].startswith("as ")
+        assert f"/runs/{comp.info.run_id})" in run.data.tags["mlflow.note.content"]
+    # `tags.decides = 'true'` finds benchmark runs only, never a comparison
+    found = client.search_runs([b.info.experiment_id], "tags.decides = 'true'", max_results=1000)
+    assert found and all(r.data.tags.get("kind") != "comparison" for r in found)
 
 
 def test_core_vs_graph_boosts_is_reference_only(store, capsys):
@@ -254,10 +287,13 @@ def test_json_is_the_only_stdout_and_strict(store, capsys):
     [
         (["nope/none", "core/bm25_v1"], "no FINISHED run named 'nope/none'"),
         (["core/bm25_v1"], "expected two runs"),
-        (["core/bm25_v1", "core/bm25_v2", "--metric", "recall_at_99"], "--metric recall_at_99"),
-        (["core/bm25_v1", "core/bm25_v2", "--ci", "z"], "invalid choice"),
-        (["core/bm25_v1", "core/bm25_v2", "--effect", "5x"], "--effect '5x'"),
-        (["core/bm25_v1", "core/bm25_v2", "--effect", "recall_at_99=5%"], "--effect recall_at_99=...: not a compared"),
+        (["latest:core/bm25_v1", "latest:core/bm25_v2", "--metric", "recall_at_99"], "--metric recall_at_99"),
+        (["latest:core/bm25_v1", "latest:core/bm25_v2", "--ci", "z"], "invalid choice"),
+        (["latest:core/bm25_v1", "latest:core/bm25_v2", "--effect", "5x"], "--effect '5x'"),
+        (
+            ["latest:core/bm25_v1", "latest:core/bm25_v2", "--effect", "recall_at_99=5%"],
+            "--effect recall_at_99=...: not a compared",
+        ),
     ],
 )
 def test_bad_usage_is_exit_2_with_a_message(store, capsys, args, message):
@@ -284,6 +320,13 @@ def test_sweep_reports_best_weight_and_cv(store, capsys):
     code = main(["--sweep", runs["sweep"], "--tracking-uri", uri])
     out = capsys.readouterr().out
     assert code == 0 and "<- best" in out and "cross-validated estimate" in out and "optimism" in out
+    # the result lands on the sweep's parent run: numbers, report, plot, a line in its description
+    parent = mlflow.MlflowClient(uri).get_run(runs["sweep"])
+    primary = "recall_at_24"  # the sweep's runs log no metrics.primary: recall at the largest K
+    assert parent.data.metrics[f"sweep_cv.{primary}.best_weight"] in (0.0, 0.5, 1.0)
+    assert {f"sweep_cv.{primary}.{k}" for k in ("in_sample", "cv_estimate", "optimism")} <= set(parent.data.metrics)
+    assert {"sweep_cv.json", "sweep_cv.png"} <= {f.path for f in mlflow.MlflowClient(uri).list_artifacts(runs["sweep"])}
+    assert "`compare --sweep`: recall_at_24: best weight" in parent.data.tags["mlflow.note.content"]
 
 
 def test_swept_param_reads_the_parent_declaration():

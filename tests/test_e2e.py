@@ -37,6 +37,13 @@ def test_cli_run_on_demo_data_lands_in_mlflow_per_contract(tmp_path, retriever):
     tags = run.data.tags
     assert tags["row"] == "core" and tags["retriever"] == retriever and tags["decides"] == "true"
     assert tags["golden_id"] == golden.golden_id and tags["degraded"] == "false"
+    # which code and which process made it, and a description (docs/interface.md §6)
+    assert tags["kind"] == "benchmark" and tags["mlflow.source.name"] == "python -m cortex_exp"
+    assert tags["cortex_exp.version"] and tags["mlflow.user"] and tags["host"] and tags["pid"].isdigit()
+    assert (
+        f"retriever **{retriever}**" in tags["mlflow.note.content"] and "Gates passed: " in tags["mlflow.note.content"]
+    )
+    assert "**Decides**" in tags["mlflow.note.content"] and run.data.metrics["setup_seconds"] > 0
     assert len(tags["corpus_fingerprint"]) == 64
     assert set(metric_names([5, 10, 24])) | {"n_queries"} <= set(run.data.metrics)
     assert run.data.metrics["n_queries"] == len(golden.queries)

@@ -38,6 +38,7 @@ def test_all_rows_under_one_parent_and_nothing_lost(demo_dir, tmp_path, launcher
     exp = client.get_run(parent).info.experiment_id
     children = client.search_runs([exp], f"tags.mlflow.parentRunId = '{parent}'")
     assert sorted(c.data.tags["row"] for c in children) == sorted(ROWS)
+    assert sorted(c.info.run_name for c in children) == sorted(f"{row}/bm25_v2" for row in ROWS)  # the row says it
     for child in children:
         assert child.info.status == "FINISHED"
         assert child.data.tags["decides"] == ("true" if child.data.tags["row"] == "core" else "false")
@@ -109,6 +110,13 @@ def test_fusion_weight_sweep_five_nested_runs_and_the_best_marked(demo_dir, tmp_
         [MlflowClient(uri).get_run(parent).info.experiment_id], f"tags.mlflow.parentRunId = '{parent}'"
     )
     assert sorted(float(c.data.params["retriever.fusion.weight"]) for c in children) == [0, 0.25, 0.5, 0.75, 1]
+    # each job named after what the sweep varies (docs/interface.md §6), so a name finds one run
+    assert sorted(c.info.run_name for c in children) == [
+        f"core/hybrid w={w}" for w in ("0", "0.25", "0.5", "0.75", "1")
+    ]
+    assert all(
+        float(c.data.params["retriever.fusion.weight"]) == float(c.info.run_name.split("w=")[1]) for c in children
+    )
     parent_run = MlflowClient(uri).get_run(parent)
     assert {a.path for a in MlflowClient(uri).list_artifacts(parent)} >= {"summary.txt", "sweep.png"}
     assert parent_run.data.metrics["best_value"] in (0, 0.25, 0.5, 0.75, 1)

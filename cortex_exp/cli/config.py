@@ -163,10 +163,13 @@ def build_data(node: DictConfig) -> DataSettings:
     )
 
 
-def settings_from_cfg(cfg: DictConfig, choices: dict[str, str], parent_run_id: str | None = None) -> RunSettings:
+def settings_from_cfg(
+    cfg: DictConfig, choices: dict[str, str], parent_run_id: str | None = None, swept: dict[str, str] | None = None
+) -> RunSettings:
     """Validate and build everything the composed config names; every problem names its key (exit 2).
 
-    `choices` are Hydra's chosen options by group (`retriever`, `row`): they name the run."""
+    `choices` are Hydra's chosen options by group (`retriever`, `row`) and `swept` a multirun
+    job's swept overrides: they name the run."""
     row = choices.get("row", "core")
     if row not in ROWS:
         raise InputError(f"row={row} is not a row; expected one of {', '.join(ROWS)}")
@@ -198,5 +201,6 @@ def settings_from_cfg(cfg: DictConfig, choices: dict[str, str], parent_run_id: s
         mlflow=_to_object(cfg.mlflow, MlflowSettings, "mlflow"),
         cache=_to_object(cfg.cache, CacheSettings, "cache"),
         parent_run_id=parent_run_id,
+        swept=dict(swept or {}),
         config_yaml=OmegaConf.to_yaml(OmegaConf.create(logged)),
     )

@@ -2,7 +2,10 @@
 `-m` for a multirun. Hydra composes and builds the settings here; the work is the plain
 function `cortex_exp.run.benchmark.run(settings)`. Logging is Hydra's job logging with
 `conf/hydra/job_logging/cortex.yaml` (see `cortex_exp.logs`); `hydra.verbose` is the
-verbosity flag."""
+verbosity flag.
+
+SIGINT and SIGTERM end the process with 130 and 143 and no traceback, whatever it was doing:
+its MLflow run and a multirun's parent end KILLED (`cortex_exp.interrupts`)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from cortex_exp import interrupts
 from cortex_exp.cli.config import register
 from cortex_exp.errors import run_cli
 from cortex_exp.logs import quiet_environment, quiet_progress_bars
@@ -41,9 +45,11 @@ def _in_launch_dir() -> None:
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def _main(cfg: DictConfig) -> None:
     _state["task_started"] = True
+    interrupts.install()  # also in a joblib worker, where `entry` did not run
+    interrupts.checkpoint("job.start")
     _in_launch_dir()
     _job_started()
-    from cortex_exp.cli.callbacks import parent_run_id
+    from cortex_exp.cli.callbacks import job_swept, parent_run_id
     from cortex_exp.cli.config import settings_from_cfg
     from cortex_exp.run.benchmark import run
 
@@ -51,13 +57,14 @@ def _main(cfg: DictConfig) -> None:
 
     def go():
         choices = dict(HydraConfig.get().runtime.choices)
-        outcome["o"] = run(settings_from_cfg(cfg, choices, parent_run_id()))
+        outcome["o"] = run(settings_from_cfg(cfg, choices, parent_run_id(), job_swept()))
 
     code = run_cli(go)
     if code:
         sys.stdout.flush()
         sys.exit(code)
     print(f"run_id: {outcome['o'].run_id}", flush=True)
+    interrupts.checkpoint("job.end")
 
 
 def _job_started() -> None:
@@ -74,14 +81,21 @@ def _job_started() -> None:
 def entry() -> None:
     os.environ.setdefault("HYDRA_FULL_ERROR", "0")
     quiet_environment()
+    interrupts.install()
+    from cortex_exp.cli.callbacks import end_open_parents
+
     try:
         _main()
+    except KeyboardInterrupt as exc:  # a signal outside a job: composing, between jobs, the multirun's end
+        end_open_parents()
+        print(f"interrupted by {getattr(exc, 'name', 'SIGINT')}", file=sys.stderr)
+        sys.exit(getattr(exc, "exit_code", 130))
     except SystemExit as exc:
         if exc.code:
-            from cortex_exp.cli.callbacks import fail_open_parents
-
-            fail_open_parents()
+            end_open_parents()
         # Hydra exits 1 for a config it cannot compose (unknown key or option): that is usage (2).
         if exc.code == 1 and not _state["task_started"]:
             sys.exit(2)
         raise
+    finally:
+        interrupts.closing()

@@ -3,7 +3,8 @@
 B is the candidate, A the baseline; every difference is B − A, paired by qid. Warnings come
 first (stderr, and in the JSON); `decides` is true only for core against core on the same
 golden set, neither degraded nor stale-overridden. `--sweep PARENT_RUN` instead reads a
-fusion-weight sweep and reports its best weight beside a cross-validated estimate.
+fusion-weight sweep and reports its best weight beside a cross-validated estimate. Unless
+`--no-log`, both leave their result in MLflow, findable from the runs (`compare.record`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+from cortex_exp import interrupts
 from cortex_exp.compare.analysis import compare_runs
 from cortex_exp.compare.effect import Effects
 from cortex_exp.errors import InputError, run_cli
@@ -63,38 +65,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-# --- outputs ---------------------------------------------------------------------------------
-
-
-def log_comparison(uri: str, a, b, result: dict, files: list[Path]) -> str:
-    from cortex_exp.tracking import open_run
-
-    tags = {
-        "run_a": a.run_id,
-        "run_b": b.run_id,
-        "decides": str(result["decides"]).lower(),
-        "run_a_name": a.name,
-        "run_b_name": b.name,
-        "ci": result["ci"],
-    }
-    name = f"{a.name or a.run_id[:8]} vs {b.name or b.run_id[:8]}"
-    with open_run(uri, "comparisons", name, tags) as log:
-        values = {"n_queries": result["n_queries"]}
-        for m, r in result["metrics"].items():
-            values.update(
-                {
-                    f"diff_{m}": r["diff"],
-                    f"ci_low_{m}": r["ci_low"],
-                    f"ci_high_{m}": r["ci_high"],
-                    f"p_value_{m}": r["p_value"],
-                }
-            )
-        log.log_metrics(values)
-        for path in files:
-            log.log_file(path)
-        return log.run_id
-
-
 def run_compare(opts, uri: str) -> None:
     from cortex_exp.compare.report import format_table, write_report
     from cortex_exp.tracking.fetch import connect, fetch_run
@@ -112,7 +82,9 @@ def run_compare(opts, uri: str) -> None:
     with tempfile.TemporaryDirectory(prefix="cortex_compare_") as tmp:
         files = write_report(result, diffs, labels, opts.out or Path(tmp))
         if not opts.no_log:
-            run_id = log_comparison(uri, a, b, result, files)
+            from cortex_exp.compare.record import log_comparison
+
+            run_id = log_comparison(uri, a, b, result, opts, files)
             print(f"comparison_run_id: {run_id}", file=sys.stderr if opts.json else sys.stdout)
 
 
@@ -140,14 +112,21 @@ def run_sweep(opts, uri: str) -> None:
     for w in warnings:
         print(w, file=sys.stderr)
     report = {"parent_run": parent.run_id, "param": param, "seed": opts.seed, "warnings": warnings, "metrics": {}}
+    results = {}
     for metric, scores in per_weight.items():
-        res = cross_validate(scores, projects, metric, higher_is_better(metric), opts.seed)
-        report["metrics"][metric] = res.as_dict()
+        results[metric] = cross_validate(scores, projects, metric, higher_is_better(metric), opts.seed)
+        report["metrics"][metric] = results[metric].as_dict()
         if not opts.json:
             title = textwrap.fill(f"sweep {parent.label}: {param}, {metric}", WIDTH, subsequent_indent="  ")
-            print(f"{title}\n{format_table(res, run_ids)}\n")
+            print(f"{title}\n{format_table(results[metric], run_ids)}\n")
     if opts.json:
-        print(json.dumps(report, allow_nan=False))
+        print(json.dumps(report, allow_nan=False), flush=True)
+    if not opts.no_log:
+        from cortex_exp.compare.record import log_sweep_result
+        from cortex_exp.compare.sweep_plot import plot_sweep_cv
+
+        log_sweep_result(uri, parent, report, results, lambda path: plot_sweep_cv(results, param, path))
+        print(f"logged to the sweep's parent run {parent.run_id}", file=sys.stderr)
 
 
 def _main(argv: list[str] | None) -> None:
@@ -176,6 +155,7 @@ def entry() -> int:
     short-lived process. Fewer garbage collections while MLflow's ~2,000 modules import, and
     none at exit (`gc.freeze`): together about a second of a ~3 s command (bench/compare_speed.py)."""
     gc.set_threshold(100_000, 50, 100)
+    interrupts.install()
     code = main()
     gc.freeze()
     return code

@@ -1,5 +1,5 @@
 """A multirun as one parent MLflow run: open it, then summarise its nested job runs (the table,
-and for a numeric sweep a plot of each metric against the swept value)."""
+and for a numeric sweep a plot of each metric against the swept value), describe it, end it."""
 
 from __future__ import annotations
 
@@ -8,15 +8,23 @@ from cortex_exp.metrics import higher_is_better
 from cortex_exp.multirun.summary import summary
 
 
-def open_parent(uri: str, experiment: str, swept: list[str]) -> str:
+def open_parent(uri: str, experiment: str, swept: list[str], metrics: list[str]) -> str:
+    """The parent run; the caller holds `interrupts.deferred()` until it has noted the id."""
     name = "sweep: " + " ".join(swept) if swept else "multirun"
     keys = ",".join(o.split("=", 1)[0] for o in swept)
+    note = (
+        f"**Multirun** `{' '.join(swept) or '(one job)'}`: its jobs are the nested runs below, named "
+        "`<row>/<retriever>` plus ` key=value` for what varies. `summary.txt` holds the table"
+        + (", `sweep.png` each metric against the swept value" if swept else "")
+        + ". `python -m cortex_exp.compare --sweep <this run id>` adds the honest (cross-validated) best."
+    )
     return tracking.start_parent(
         uri,
         experiment,
         name,
-        {"sweep": "true", "multirun": "true"},
+        {"kind": "multirun", "sweep": "true", "multirun": "true", tracking.NOTE: note},
         {"sweep.param": keys or "none", "sweep.overrides": " ".join(swept)},
+        metrics,
     )
 
 
@@ -56,12 +64,13 @@ def log_sweep_picture(uri: str, run_id: str, children: list[dict], primary: str 
     parent.log_metrics({f"best_{primary}": best[primary], "best_value": best_x})
 
 
-def close_parent(uri: str, run_id: str, primary: str | None) -> None:
+def summarize_parent(uri: str, run_id: str, primary: str | None) -> str:
+    """Print and log the summary of the jobs; the status the parent ends with."""
     children = tracking.child_runs(uri, run_id)
     text = summary(children, primary)
     print(text)
     if children:
         log_sweep_picture(uri, run_id, children, primary, text)
-    failed = any(c["status"] != "FINISHED" for c in children) or not children
-    tracking.end_run(uri, run_id, "FAILED" if failed else "FINISHED")
-    print(f"parent_run_id: {run_id}", flush=True)
+    finished = sum(c["status"] == "FINISHED" for c in children)
+    tracking.tag_run(uri, run_id, {}, note=f"{finished} of {len(children)} jobs FINISHED.")
+    return "FINISHED" if children and finished == len(children) else "FAILED"

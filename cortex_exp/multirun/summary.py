@@ -1,5 +1,6 @@
-"""The summary table of a multirun: a line per job, metrics across, `core` marked as the row
-that decides and the others as reference; in a sweep of one row, the best job marked."""
+"""The summary table of a multirun: a line per job (its run name), metrics across, a role — the
+runs that decide (`decides=true`: clean core runs), `degraded` ones, the others `reference` — and
+in a sweep of one row, the best job marked."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from cortex_exp.metrics import higher_is_better, sort_key
 from cortex_exp.rows import ROWS
 from cortex_exp.tables import WIDTH, table
 
+NOT_SHOWN = ("silent_share", "n_queries", "setup_seconds")  # not quality metrics
+
 
 def summary(children: list[dict], primary: str | None) -> str:
     """One table: a line per job; `core` marked as the row that decides, the best marked. The
@@ -17,7 +20,7 @@ def summary(children: list[dict], primary: str | None) -> str:
     finished = [c for c in children if c["status"] == "FINISHED"]
     if not finished:
         return "no job finished"
-    names = sorted((m for m in finished[0]["metrics"] if not m.startswith(("silent_share", "n_queries"))), key=sort_key)
+    names = sorted((m for m in finished[0]["metrics"] if not m.startswith(NOT_SHOWN)), key=sort_key)
     primary = primary if primary in names else names[0]
     rows_vary = len({c["tags"].get("row") for c in finished}) > 1
     # across rows a "best" would crown a row that learned from the answers: only core decides
@@ -26,10 +29,8 @@ def summary(children: list[dict], primary: str | None) -> str:
     rows = []
     for c in sorted(finished, key=_order):
         t = c["tags"]
-        role = "decides" if t.get("decides") == "true" else "reference"
-        label = c["name"] + (
-            f" w={c['params'].get('retriever.fusion.weight')}" if t.get("retriever") == "hybrid" else ""
-        )
+        role = "decides" if t.get("decides") == "true" else "degraded" if t.get("degraded") == "true" else "reference"
+        label = c["name"]  # `<row>/<retriever>` plus ` key=value` for what the sweep varies
         mark = ["*" if c is best else ""] if best is not None else []
         rows.append([label, role, *mark] + [c["metrics"].get(m) for m in names])
     failed = len(children) - len(finished)

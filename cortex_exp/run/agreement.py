@@ -6,7 +6,7 @@
   warning (`WARNING: SERVICE CORPUS DIFFERS`).
 - `unknown_documents`: results naming documents that `data.corpus` does not know are counted
   (metrics `unknown_docs`, distinct ids, and `unknown_share`, of all results); above
-  `gates.max_unknown_share` the run refuses with `CORPUS MISMATCH` (exit 3, no MLflow run):
+  `gates.max_unknown_share` the run refuses with `CORPUS MISMATCH` (exit 3, the run FAILED):
   the system indexes something else, and its recall would be read against another corpus.
 """
 
@@ -94,7 +94,7 @@ def unknown_documents(
             "point data.corpus at the corpus it indexes, or reindex it."
         )
         if not settings.gates.allow_degraded:
-            raise GateRefused(f"{message}\nNo MLflow run was created. {OVERRIDE}")
+            raise GateRefused(f"{message}\nThe MLflow run ends FAILED (tag refused=corpus_mismatch). {OVERRIDE}")
         log(f"{message}  [measuring anyway: gates.allow_degraded=true]")
         degraded.append("corpus mismatch")
     return {"unknown_docs": float(len(distinct)), "unknown_share": share}

@@ -1,22 +1,26 @@
-"""One benchmark run: data -> gates -> probe -> rankings -> row -> metrics -> MLflow.
+"""One benchmark run: data -> gates -> indexes -> probe -> [MLflow run: rankings -> row -> metrics -> record].
 
 `run(settings)` is a plain function (tests call it without Hydra). The order of the steps is
 the order of the guarantees: nothing is measured against an unreachable MLflow, a stale golden
-set or a component that is down; a component that goes silent during the run fails the run.
+set or a component that is down, and those refusals create no MLflow run. The MLflow run opens
+when measuring starts, so its duration is the measurement (the set-up before it — loading,
+indexing, probing — is the metric `setup_seconds`), and a crash or a signal during it leaves it
+FAILED or KILLED, never RUNNING. A component that goes silent during the run fails the run.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cortex_exp import metrics, tracking
+from cortex_exp import interrupts, metrics, tracking
 from cortex_exp.data.corpus import Corpus, load_corpus
 from cortex_exp.errors import GateRefused, InputError
 from cortex_exp.golden import GoldenSet, load_golden
 from cortex_exp.retrievers.base import Index, Ranking
 from cortex_exp.rows import RowSpec, rerank, row_spec
-from cortex_exp.run import gates
+from cortex_exp.run import describe, gates
 from cortex_exp.run.agreement import Listing, corpus_in_use, unknown_documents
 from cortex_exp.run.indexes import build_indexes
 from cortex_exp.run.learned import load_features
@@ -24,7 +28,7 @@ from cortex_exp.run.log import log
 from cortex_exp.run.prepare import prepare_data
 from cortex_exp.run.probe import down_message, health_record, probe_all
 from cortex_exp.run.ranking import combine, rank_components, side_failures
-from cortex_exp.run.record import log_run, run_tags, summary_table
+from cortex_exp.run.record import final_tags, log_results, open_benchmark_run, summary_table
 from cortex_exp.settings import RunSettings
 
 
@@ -52,35 +56,57 @@ class Measured:
     provenance: dict = field(default_factory=dict)  # what rankings made elsewhere came from, by component
 
 
+@dataclass
+class Prepared:
+    """Everything the refusals checked before the MLflow run opens."""
+
+    corpus: Corpus
+    indexed: Corpus | Listing  # what the retriever indexes: a service's own listing, else the corpus file
+    golden: GoldenSet
+    indexes: dict[str, Index]
+    features: object
+    health: dict
+    stale: bool
+    moved: bool
+    degraded: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    passed: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
 def run(settings: RunSettings) -> Outcome:
-    """Refuse early (unreachable MLflow, bad input, stale set, component down), then measure and log."""
+    """Refuse early (unreachable MLflow, bad input, stale set, component down), then open the
+    MLflow run, measure and log inside it."""
     uri = tracking.resolve_uri(settings.mlflow.tracking_uri)
     tracking.check_reachable(uri)
     row = _row(settings.row)
-    prepare_data(settings.data, log)
-    if settings.data.serves and not Path(settings.data.serves).is_file():
-        raise InputError(f"data.serves: {settings.data.serves} does not exist (leave it unset for no serve log)")
-    corpus, golden = load_corpus(settings.data.corpus), load_golden(settings.data.golden)
-    degraded: list[str] = []
-    indexed, warnings = corpus_in_use(settings, corpus, degraded)  # a service's own listing, else the file
-    stale, drift = check_golden(settings, indexed, golden, degraded, warnings)
-    measured = measure(settings, row, corpus, golden, degraded)
-    tags = run_tags(settings, row, indexed, golden)
-    tags.update(
-        degraded=str(bool(degraded)).lower(),
-        stale_override=str(stale.overridden).lower(),
-        corpus_moved=str(drift.moved).lower(),
-        components_observed=str(measured.observed).lower(),
+    ready = prepare(settings, row)
+    for line in tracking.mark_orphans(uri, settings.mlflow.experiment):
+        log(line)
+    note = describe.opening(settings, row, ready.golden, ready.passed, ready.warnings)
+    with open_benchmark_run(settings, row, uri, ready.indexed, ready.golden, note) as mlrun:
+        measured = refused_inside(mlrun, lambda: measure(settings, row, ready))
+        tags = final_tags(row, ready.degraded, ready.stale, ready.moved, bool(measured.refusals))
+        tags["components_observed"] = str(measured.observed).lower()
+        for source in measured.provenance.values():  # rankings made elsewhere: the file's digest
+            tags["rankings_sha256"] = source["sha256"]
+        if ready.degraded:
+            log(gates.degraded_banner(ready.degraded))
+        notes = ([gates.degraded_banner(ready.degraded)] if ready.degraded else []) + ready.warnings
+        log_results(mlrun, settings, row, ready.indexed, ready.golden, measured, notes)
+        mlrun.log_metrics({"setup_seconds": ready.seconds})
+        shown = [settings.metrics.primary_metric, "ndcg_at_10", "mrr"]
+        tags[tracking.NOTE] = describe.closing(
+            note, tags["decides"] == "true", measured.refusals, measured.means, shown
+        )
+        mlrun.set_tags(tags)  # decides=true is the last word of a run that finishes
+        if measured.refusals:
+            raise GateRefused("\n".join(measured.refusals))
+        interrupts.checkpoint("bench.logged")
+    print(summary_table(settings, row, measured.means, len(measured.per_query), ready.degraded))
+    return Outcome(
+        mlrun.run_id, measured.means, measured.per_query, dict(mlrun.journal.tags), measured.health, ready.warnings
     )
-    for source in measured.provenance.values():  # rankings made elsewhere: the file's digest
-        tags["rankings_sha256"] = source["sha256"]
-    if degraded:
-        tags["degraded_reasons"] = "; ".join(degraded)
-        log(gates.degraded_banner(degraded))
-    notes = ([gates.degraded_banner(degraded)] if degraded else []) + warnings
-    run_id = log_run(settings, row, uri, indexed, golden, tags, measured, notes)
-    print(summary_table(settings, row, measured.means, len(measured.per_query), degraded))
-    return Outcome(run_id, measured.means, measured.per_query, tags, measured.health, warnings)
 
 
 def _row(name: str) -> RowSpec:
@@ -88,6 +114,39 @@ def _row(name: str) -> RowSpec:
         return row_spec(name)
     except ValueError as exc:
         raise InputError(f"row: {exc}") from None
+
+
+def prepare(settings: RunSettings, row: RowSpec) -> Prepared:
+    """Data, the stale gate, the drift warning, indexes, the probe and the learned stores: every
+    refusal that creates no run."""
+    started = time.monotonic()
+    interrupts.checkpoint("bench.start")
+    prepare_data(settings.data, log)
+    if settings.data.serves and not Path(settings.data.serves).is_file():
+        raise InputError(f"data.serves: {settings.data.serves} does not exist (leave it unset for no serve log)")
+    corpus, golden = load_corpus(settings.data.corpus), load_golden(settings.data.golden)
+    degraded: list[str] = []
+    indexed, warnings = corpus_in_use(settings, corpus, degraded)  # a service's own listing, else the file
+    stale, drift = check_golden(settings, indexed, golden, degraded, warnings)
+    indexes = build_indexes(settings, corpus)
+    results = probe_gate(settings, corpus, indexes, degraded)
+    features, stores = load_features(settings, row, corpus, degraded)
+    interrupts.checkpoint("bench.probed")
+    passed = gates_passed(stale, drift, results, stores)
+    health = health_record(results, stores)
+    ready = Prepared(corpus, indexed, golden, indexes, features, health, stale.overridden, drift.moved)
+    ready.degraded, ready.warnings, ready.passed = degraded, warnings, passed
+    ready.seconds = time.monotonic() - started
+    return ready
+
+
+def gates_passed(stale, drift, results, stores: dict) -> list[str]:
+    """What the gates found, in words for the run's description."""
+    out = ["golden set fresh" if not stale.stale else "golden set STALE (gates.allow_stale)"]
+    out.append(f"corpus drift {gates.pct(drift.share)}%" + (" (CORPUS MOVED)" if drift.moved else ""))
+    out += [f"probe {r.name} {'ok' if r.ok else 'DOWN (gates.allow_degraded)'}" for r in results]
+    out += [f"{name} store {'ok' if s.get('ok') else 'DOWN'}" for name, s in stores.items()]
+    return out
 
 
 def check_golden(
@@ -106,19 +165,18 @@ def check_golden(
     return stale, drift
 
 
-def measure(settings: RunSettings, row: RowSpec, corpus: Corpus, golden: GoldenSet, degraded: list[str]) -> Measured:
-    """Probe, rank every component (cached), fuse, apply the row, score every query."""
-    indexes = build_indexes(settings, corpus)
-    results = probe_gate(settings, corpus, indexes, degraded)
-    features, stores = load_features(settings, row, corpus, degraded)
+def measure(settings: RunSettings, row: RowSpec, ready: Prepared) -> Measured:
+    """Rank every component (cached), fuse, apply the row, score every query."""
+    golden, corpus = ready.golden, ready.corpus
     ranked_by = rank_components(
-        settings, corpus, indexes, [q.text for q in golden.queries], [q.qid for q in golden.queries]
+        settings, corpus, ready.indexes, [q.text for q in golden.queries], [q.qid for q in golden.queries]
     )
-    side_failures(settings, ranked_by, degraded)
-    shares, refusals = silence_gate(settings, ranked_by.watched, degraded)
+    interrupts.checkpoint("bench.ranked")
+    side_failures(settings, ranked_by, ready.degraded)
+    shares, refusals = silence_gate(settings, ranked_by.watched, ready.degraded)
     base = combine(settings, ranked_by.components)
-    figures = {**ranked_by.figures, **unknown_documents(settings, corpus, base, degraded)}
-    ranked = rerank(row, base, golden.queries, features, settings.features, settings.retriever.depth)
+    figures = {**ranked_by.figures, **unknown_documents(settings, corpus, base, ready.degraded)}
+    ranked = rerank(row, base, golden.queries, ready.features, settings.features, settings.retriever.depth)
     per_query = metrics.score_run(
         [(q.qid, q.project) for q in golden.queries],
         [r.doc_ids for r in ranked],
@@ -128,9 +186,22 @@ def measure(settings: RunSettings, row: RowSpec, corpus: Corpus, golden: GoldenS
         settings.ks,
     )
     means = metrics.mean_scores(per_query, metrics.metric_names(settings.ks))
-    health = {**health_record(results, stores), "components_observed": ranked_by.observed}
+    health = {**ready.health, "components_observed": ranked_by.observed}
+    indexes = ready.indexes
     provenance = {n: i.provenance() for n, i in indexes.items() if callable(getattr(i, "provenance", None))}
     return Measured(per_query, means, shares, refusals, health, figures, ranked_by.observed, provenance)
+
+
+def refused_inside(mlrun, measure_it):
+    """A gate that refuses while measuring (a component failing after its probe, a system's
+    side reporting errors, CORPUS MISMATCH) ends the open MLflow run FAILED, tagged with what
+    refused and never deciding."""
+    try:
+        return measure_it()
+    except GateRefused as exc:
+        first = str(exc).split(":", 1)[0]
+        mlrun.set_tags({"refused": first.lower().replace(" ", "_"), "decides": "false"})
+        raise
 
 
 def probe_gate(settings: RunSettings, corpus: Corpus, indexes: dict[str, Index], degraded: list[str]) -> list:

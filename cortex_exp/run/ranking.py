@@ -130,7 +130,7 @@ def side_failures(settings: RunSettings, ranked: Ranked, degraded: list[str]) ->
         if not settings.gates.allow_degraded:
             raise GateRefused(
                 f"COMPONENT DOWN: {side}: {what} (first: {first})\n"
-                "No MLflow run was created. To measure anyway pass gates.allow_degraded=true."
+                "The MLflow run ends FAILED (tag refused). To measure anyway pass gates.allow_degraded=true."
             )
         log(f"COMPONENT DOWN: {side}: {what}  [measuring anyway: gates.allow_degraded=true]")
         if f"component {side} down" not in degraded:  # the probe may have said so already
@@ -188,7 +188,7 @@ def measure_anyway(settings: RunSettings, name: str, compute: Callable[[], list[
         if not settings.gates.allow_degraded:
             raise GateRefused(
                 f"COMPONENT DOWN: {name}: failed during the run after passing the probe: {exc}\n"
-                "No MLflow run was created. To measure anyway pass gates.allow_degraded=true."
+                "The MLflow run ends FAILED (tag refused). To measure anyway pass gates.allow_degraded=true."
             ) from exc
         log(f"{name} failed during the run ({exc}); measured as returning nothing (gates.allow_degraded=true)")
         return [EMPTY] * n

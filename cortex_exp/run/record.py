@@ -1,16 +1,16 @@
-"""What a run records: MLflow tags, params read back from the objects built, metrics and
-artifacts (docs/interface.md §6), and the terminal summary."""
+"""What a run records: its name, MLflow tags, params read back from the objects built, metrics
+and artifacts (docs/interface.md §6), and the terminal summary."""
 
 from __future__ import annotations
 
 import dataclasses
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cortex_exp import metrics, tracking
+from cortex_exp import interrupts, metrics, tracking
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.data.trec import format_run
-from cortex_exp.errors import GateRefused
 from cortex_exp.golden import GoldenSet
 from cortex_exp.retrievers.base import parameters, target_of
 from cortex_exp.rows import RowSpec
@@ -18,6 +18,8 @@ from cortex_exp.run import gates
 from cortex_exp.run.log import log
 from cortex_exp.settings import RunSettings
 from cortex_exp.tables import table
+
+NAME_ALIASES = {"retriever.fusion.weight": "w"}  # how a swept key reads in a run name
 
 
 def component_params(prefix: str, component: Any) -> dict[str, Any]:
@@ -46,9 +48,21 @@ def run_params(settings: RunSettings, row: RowSpec) -> dict[str, Any]:
     return out
 
 
+def run_name(settings: RunSettings, row: RowSpec) -> str:
+    """`<row>/<retriever>`, and for a multirun job ` key=value` per swept override that is not the
+    row or the retriever (docs/interface.md §6): `core/hybrid w=0.25`."""
+    parts = [f"{row.name}/{settings.retriever.name}"]
+    parts += [f"{NAME_ALIASES.get(k, k)}={v}" for k, v in settings.swept.items() if k not in ("row", "retriever")]
+    return " ".join(parts)
+
+
 def run_tags(settings: RunSettings, row: RowSpec, corpus: Corpus, golden: GoldenSet) -> dict[str, str]:
+    """The tags a run is created with. `decides` starts false: it turns true only at the end of a
+    run that may decide (`final_tags`), so that no RUNNING, FAILED or KILLED run carries it."""
     return {
         **row.tags(),
+        "kind": "benchmark",
+        "decides": "false",
         "retriever": settings.retriever.name,
         "corpus_fingerprint": corpus.fingerprint,
         "golden_id": golden.golden_id,
@@ -58,45 +72,64 @@ def run_tags(settings: RunSettings, row: RowSpec, corpus: Corpus, golden: Golden
     }
 
 
-def log_run(
-    settings: RunSettings,
-    row: RowSpec,
-    uri: str,
-    corpus: Corpus,
-    golden: GoldenSet,
-    tags: dict,
-    measured,
-    notes: list[str],
-) -> str:
-    """One MLflow run (docs/interface.md §6); a silent component ends it FAILED, tag refused=silent."""
-    name = f"{row.name}/{settings.retriever.name}"
-    with tracking.open_run(uri, settings.mlflow.experiment, name, tags, settings.parent_run_id) as mlrun:
-        mlrun.log_params(run_params(settings, row))
-        mlrun.log_metrics(
-            {
-                **measured.means,
-                "n_queries": len(measured.per_query),
-                **gates.silence_metrics(measured.shares),
-                **measured.figures,
-            }
-        )
-        mlrun.log_jsonl("per_query.jsonl", measured.per_query)
-        trec, note = run_trec(measured.per_query, name)
-        if trec is not None:
-            mlrun.log_text("run.trec", trec)
-        notes = notes + ([note] if note else [])
-        rankings = {"rankings": measured.provenance} if measured.provenance else {}
-        mlrun.log_json("corpus_fingerprint.json", {**corpus.fingerprint_record(), **rankings})
-        mlrun.log_json("golden_manifest.json", golden.manifest)
-        mlrun.log_text("config.yaml", settings.config_yaml)
-        mlrun.log_json("health.json", measured.health)
-        if notes:
-            mlrun.log_text("warnings.txt", "\n".join(notes) + "\n")
-        mlrun.log_golden_dataset(Path(settings.data.golden).name, golden.golden_id, settings.data.golden)
-        if measured.refusals:
-            mlrun.set_tags({"refused": "silent"})
-            raise GateRefused("\n".join(measured.refusals))
-    return mlrun.run_id
+def final_tags(row: RowSpec, degraded: list[str], stale: bool, moved: bool, refused: bool) -> dict[str, str]:
+    """`decides` is true exactly for a core run with no gate overridden and none refusing."""
+    tags = {
+        "degraded": str(bool(degraded)).lower(),
+        "stale_override": str(stale).lower(),
+        "corpus_moved": str(moved).lower(),
+        "decides": str(row.decides and not degraded and not stale and not refused).lower(),
+    }
+    if degraded:
+        tags["degraded_reasons"] = "; ".join(degraded)
+    if refused:
+        tags["refused"] = "silent"
+    return tags
+
+
+@contextmanager
+def open_benchmark_run(settings: RunSettings, row: RowSpec, uri: str, corpus: Corpus, golden: GoldenSet, note: str):
+    """The MLflow run of one benchmark run, opened when measuring starts; a run that does not
+    finish is left `decides=false`."""
+    primary = settings.metrics.primary_metric
+    with tracking.open_run(
+        uri,
+        settings.mlflow.experiment,
+        run_name(settings, row),
+        {**run_tags(settings, row, corpus, golden), tracking.NOTE: note},
+        settings.parent_run_id,
+        spool_dir=tracking.spool_root(settings.mlflow.spool_dir),
+        unfinished_tags={"decides": "false"},
+        metrics=list(dict.fromkeys([primary, "ndcg_at_10", "mrr"])),
+    ) as mlrun:
+        yield mlrun
+
+
+def log_results(mlrun, settings: RunSettings, row: RowSpec, corpus: Corpus, golden: GoldenSet, measured, notes) -> None:
+    """Params, metrics and artifacts of a measured run (docs/interface.md §6)."""
+    mlrun.log_params(run_params(settings, row))
+    mlrun.log_metrics(
+        {
+            **measured.means,
+            "n_queries": len(measured.per_query),
+            **gates.silence_metrics(measured.shares),
+            **measured.figures,
+        }
+    )
+    interrupts.checkpoint("record.metrics")
+    mlrun.log_jsonl("per_query.jsonl", measured.per_query)
+    trec, note = run_trec(measured.per_query, run_name(settings, row))
+    if trec is not None:
+        mlrun.log_text("run.trec", trec)
+    notes = notes + ([note] if note else [])
+    rankings = {"rankings": measured.provenance} if measured.provenance else {}
+    mlrun.log_json("corpus_fingerprint.json", {**corpus.fingerprint_record(), **rankings})
+    mlrun.log_json("golden_manifest.json", golden.manifest)
+    mlrun.log_text("config.yaml", settings.config_yaml)
+    mlrun.log_json("health.json", measured.health)
+    if notes:
+        mlrun.log_text("warnings.txt", "\n".join(notes) + "\n")
+    mlrun.log_golden_dataset(Path(settings.data.golden).name, golden.golden_id, settings.data.golden)
 
 
 def run_trec(per_query: list[dict], name: str) -> tuple[str | None, str | None]:

@@ -1,9 +1,10 @@
 """MLflow, the read side: find runs the way a user names them and pull what compare needs.
 
-A run is named by its MLflow run id, or by a selector: `core/bm25_v2` or `latest:core/bm25_v2`
-(the latest FINISHED run with that run name). Each fetched run brings its tags, params,
-`per_query.jsonl` and `corpus_fingerprint.json` (None when the run has none).
-The write side (the `comparisons` run) goes through `cortex_exp.tracking.open_run`.
+A run is named by its MLflow run id, or by a selector: `core/bm25_v2` (the only FINISHED run
+of that name: several are refused, exit 2, listing them) or `latest:core/bm25_v2` (the
+latest). Each fetched run brings its tags, params, `per_query.jsonl` and
+`corpus_fingerprint.json` (None when the run has none).
+The write side (the comparison run) goes through `cortex_exp.tracking.open_run`.
 """
 
 from __future__ import annotations
@@ -12,16 +13,19 @@ import json
 import os
 import re
 import tempfile
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cortex_exp.errors import InputError
-from cortex_exp.tracking import check_reachable
+from cortex_exp.tracking import store
+from cortex_exp.tracking.runs import guard
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 DEFAULT_EXPERIMENT = "cortex_exp"
+AMBIGUOUS_SHOWN = 10
 
 
 @dataclass
@@ -47,19 +51,17 @@ class RunRecord:
 
 
 def connect(uri: str):
-    """An MlflowClient on `uri`; exit 4 when a server does not answer, exit 2 when a sqlite
+    """The process's client of `uri`; exit 4 when a server does not answer, exit 2 when a sqlite
     store does not exist (reading it would create an empty one)."""
-    check_reachable(uri)
-    if uri.startswith("sqlite:///"):
-        db = Path(uri.removeprefix("sqlite:///"))
-        if not db.is_file():
-            raise InputError(
-                f"no MLflow store at {uri} (file {db} does not exist); pass "
-                "--tracking-uri or set MLFLOW_TRACKING_URI to the store the runs were logged to"
-            )
-    from mlflow.tracking import MlflowClient
-
-    return MlflowClient(tracking_uri=uri)
+    store.check_reachable(uri)
+    db = store.sqlite_path(uri)
+    if db is not None and not db.is_file():
+        raise InputError(
+            f"no MLflow store at {uri} (file {db} does not exist); pass "
+            "--tracking-uri or set MLFLOW_TRACKING_URI to the store the runs were logged to"
+        )
+    with guard(uri):
+        return store.client(uri)
 
 
 def _experiment_scopes(client, experiment: str | None) -> list[list[str]]:
@@ -75,28 +77,53 @@ def _experiment_scopes(client, experiment: str | None) -> list[list[str]]:
     return [[exp.experiment_id], everything] if exp is not None else [everything]
 
 
+def _candidate(run) -> str:
+    """One line that tells same-named runs apart."""
+    tags = run.data.tags
+    ms = run.info.start_time
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d} UTC"
+    parts = [run.info.run_id, started, f"golden_id {tags.get('golden_id', '?')[:12]}"]
+    parts += [f"in multirun {tags['mlflow.parentRunId']}"] if "mlflow.parentRunId" in tags else []
+    parts += ["degraded"] if tags.get("degraded") == "true" else []
+    return "  ".join(parts)
+
+
+def ambiguous(name: str, runs: list, where: str) -> InputError:
+    shown = [_candidate(r) for r in runs[:AMBIGUOUS_SHOWN]]
+    more = [f"... and {len(runs) - AMBIGUOUS_SHOWN} more"] if len(runs) > AMBIGUOUS_SHOWN else []
+    return InputError(
+        f"run name {name!r} is ambiguous: {len(runs)} FINISHED runs{where} carry it; pass one of "
+        f"these run ids, or latest:{name} for the latest (newest first):",
+        shown + more,
+    )
+
+
 def find_run(client, selector: str, experiment: str | None = None):
-    """The MLflow run a user means by `selector` (run id, `NAME` or `latest:NAME`)."""
+    """The MLflow run a user means by `selector`: a run id; `latest:NAME`, the latest FINISHED run
+    of that name; or `NAME`, the only FINISHED run of that name (several: exit 2 listing them)."""
     from mlflow.exceptions import MlflowException
 
     name = selector.removeprefix("latest:")
-    if name == selector and RUN_ID.match(selector):
+    latest = name != selector
+    if not latest and RUN_ID.match(selector):
         try:
             return client.get_run(selector)
         except MlflowException:
             pass  # not a run id after all: try it as a run name
     if "'" in name or not name:
         raise InputError(f"run selector {selector!r}: expected a run id, NAME or latest:NAME (no quotes)")
+    where = f" in experiment {experiment!r}" if experiment else ""
     for scope in _experiment_scopes(client, experiment):
         runs = client.search_runs(
             scope,
             filter_string=f"attributes.run_name = '{name}' and attributes.status = 'FINISHED'",
-            max_results=1,
+            max_results=1 if latest else 1000,
             order_by=["attributes.start_time DESC"],
         )
-        if runs:
+        if len(runs) == 1 or (runs and latest):
             return runs[0]
-    where = f" in experiment {experiment!r}" if experiment else ""
+        if runs:
+            raise ambiguous(name, runs, where)
     raise InputError(
         f"run selector {selector!r}: no FINISHED run named {name!r}{where}; "
         "pass a run id, or a run name such as core/bm25_v2 (see `mlflow ui`)"

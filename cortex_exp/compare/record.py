@@ -1,0 +1,104 @@
+"""What a comparison leaves in MLflow, findable from the runs it compared (docs/interface.md §6).
+
+- `compare A B` logs a run `kind=comparison` in the experiment of run B (the benchmark runs'
+  experiment): tags `run_a`, `run_b` (+ `_name`), `comparison_decides` (not `decides`, which
+  marks the benchmark runs that may decide) and `verdict.<metric>`; the verdicts again as params
+  beside the options; the numbers as metrics; a description linking both runs. Both runs get a
+  tag `compared_in.<comparison run id>` and a line in their description linking back.
+- `compare --sweep PARENT` logs its result on the sweep's parent run: per metric the metrics
+  `sweep_cv.<metric>.best_weight`, `.in_sample`, `.cv_estimate`, `.optimism`, the artifacts
+  `sweep_cv.json` and `sweep_cv.png`, and a line in its description.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from cortex_exp import tracking
+
+
+def _link(run) -> str:
+    return f"[{run.name or run.run_id[:8]}]({tracking.run_link(run.experiment_id, run.run_id)})"
+
+
+def _verdicts(result: dict) -> str:
+    return "; ".join(
+        f"{m} **{r['verdict']}** ({r['diff']:+.4f} [{r['ci_low']:+.4f}, {r['ci_high']:+.4f}])"
+        for m, r in result["metrics"].items()
+    )
+
+
+def comparison_note(a, b, result: dict) -> str:
+    decides = "**decides**" if result["decides"] else "does **not** decide"
+    lines = [
+        f"**Comparison**: {_link(b)} (B, candidate) against {_link(a)} (A, baseline) on "
+        f"{result['n_queries']} paired queries, interval `{result['ci']}`: this comparison {decides}.",
+        f"Verdicts (B − A): {_verdicts(result)}.",
+    ]
+    lines += [f"Warnings: {' '.join(w.splitlines()[0] for w in result['warnings'])}"] if result["warnings"] else []
+    return "\n\n".join(lines)
+
+
+def comparison_values(result: dict) -> dict[str, float]:
+    values = {"n_queries": result["n_queries"]}
+    for m, r in result["metrics"].items():
+        values.update({f"diff_{m}": r["diff"], f"ci_low_{m}": r["ci_low"], f"ci_high_{m}": r["ci_high"]})
+        values.update({f"p_value_{m}": r["p_value"], f"mean_a_{m}": r["mean_a"], f"mean_b_{m}": r["mean_b"]})
+    return values
+
+
+def log_comparison(uri: str, a, b, result: dict, opts, files: list[Path]) -> str:
+    """The comparison run; both compared runs get a tag and a description line pointing to it."""
+    verdicts = {f"verdict.{m}": r["verdict"] for m, r in result["metrics"].items()}
+    tags = {
+        "kind": "comparison",
+        "run_a": a.run_id,
+        "run_b": b.run_id,
+        "run_a_name": a.name,
+        "run_b_name": b.name,
+        "comparison_decides": str(result["decides"]).lower(),
+        "ci": result["ci"],
+        **verdicts,
+        tracking.NOTE: comparison_note(a, b, result),
+    }
+    options = {"ci": result["ci"], "seed": result["seed"], "holm": opts.holm, "effect": opts.effect}
+    options.update(shared_queries=opts.shared_queries, bootstrap_kind=opts.bootstrap_kind)
+    name = f"{a.name or a.run_id[:8]} vs {b.name or b.run_id[:8]}"
+    experiment = tracking.experiment_name(uri, b.experiment_id)
+    with tracking.open_run(
+        uri, experiment, name, tags, spool_dir=tracking.spool_root(), entry="cortex_exp.compare"
+    ) as log:
+        log.log_params({**options, **verdicts, "run_a": a.run_id, "run_b": b.run_id})
+        log.log_metrics(comparison_values(result))
+        for path in files:
+            log.log_file(path)
+        comparison_id = log.run_id
+    link = f"[{name}]({tracking.run_link(b.experiment_id, comparison_id)})"
+    summary = "decides" if result["decides"] else "does not decide"
+    for run, role, other in ((a, "A (baseline)", b), (b, "B (candidate)", a)):
+        tracking.tag_run(
+            uri,
+            run.run_id,
+            {f"compared_in.{comparison_id}": f"as {role} against {other.name or other.run_id}"},
+            note=f"Compared as {role} in {link}: {summary}.",
+        )
+    return comparison_id
+
+
+def log_sweep_result(uri: str, parent, report: dict, results: dict, plot) -> None:
+    """`compare --sweep`'s result on the sweep's parent run."""
+    log = tracking.attach(uri, parent.run_id)
+    values, lines = {}, []
+    for metric, res in results.items():
+        for key in ("best_weight", "in_sample", "cv_estimate", "optimism"):
+            values[f"sweep_cv.{metric}.{key}"] = getattr(res, key)
+        lines.append(
+            f"{metric}: best weight {res.best_weight:g}, in-sample {res.in_sample:.4f}, cross-validated "
+            f"{res.cv_estimate:.4f} ({res.cv_kind}), optimism {res.optimism:+.4f}"
+        )
+    log.log_metrics(values)
+    log.log_json("sweep_cv.json", report)
+    with tempfile.TemporaryDirectory(prefix="cortex_sweep_") as tmp:
+        log.log_file(plot(Path(tmp) / "sweep_cv.png"))
+    tracking.tag_run(uri, parent.run_id, {}, note="`compare --sweep`: " + "; ".join(lines) + ".")

@@ -1,0 +1,51 @@
+"""`python -m cortex_exp.tracking replay SPOOL [--tracking-uri URI] [--force]`: log runs that were
+kept in a spool folder when the tracking store failed mid-run (docs/interface.md §1)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from cortex_exp import interrupts
+from cortex_exp.errors import InputError, run_cli
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # usage errors are exit 2 through InputError, like the rest
+        raise InputError(f"tracking: {message}\n{self.format_usage().strip()}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m cortex_exp.tracking", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("replay", help="log spooled runs into a tracking store")
+    r.add_argument("spool", type=Path, help="a spooled run folder, or a spool folder holding several")
+    r.add_argument("--tracking-uri", help="default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db")
+    r.add_argument("--force", action="store_true", help="log a run again that was already replayed")
+    return p
+
+
+def _main(argv: list[str] | None) -> None:
+    from cortex_exp.tracking import check_reachable, resolve_uri
+    from cortex_exp.tracking.replay import replay, spooled_runs
+
+    opts = build_parser().parse_args(argv)
+    uri = resolve_uri(opts.tracking_uri)
+    check_reachable(uri)
+    for folder in spooled_runs(opts.spool):
+        run_id = replay(folder, uri, opts.force)
+        print(f"replayed {folder} into {uri}", file=sys.stderr)
+        print(f"run_id: {run_id}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    interrupts.install()
+    try:
+        return run_cli(lambda: _main(argv))
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""The experiment as `mlflow ui` shows it (docs/interface.md §6 "The experiment").
+
+MLflow 3 opens an experiment on its GenAI pages (traces, an assistant) unless the experiment tag
+`mlflow.experimentKind` says otherwise; the UI's accepted values are `genai_development`,
+`custom_model_development` (shown as "Machine learning", whose landing tab is the runs table),
+their `_inferred` forms, `no_inferred_type`, `finetuning`, `regression`, `classification`,
+`forecasting` and `automl`. So the experiment is created `custom_model_development`, with a
+description (the experiment's note) that says what it holds and how to read `decides`, and
+with saved views of the runs table — the columns a user needs, one click away: a view is an
+experiment tag `mlflow.sharedViewState.<key>` that the UI lists under its views menu and opens
+from a link `#/experiments/<id>/runs?viewStateShareKey=<key>`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from cortex_exp.tracking.store import DEFAULT_ARTIFACTS, creation_lock, sqlite_path
+
+KIND_TAG = "mlflow.experimentKind"
+KIND = "custom_model_development"
+NOTE = "mlflow.note.content"
+VIEW_PREFIX = "mlflow.sharedViewState."
+PRIMARY_TAG = "mlflow.experiment.primaryMetric.name"
+
+
+def _cols(kind: str, names) -> list[str]:
+    return [f"{kind}.`{n}`" for n in names]
+
+
+def views(metrics: list[str]) -> dict[str, tuple[str, str, list[str]]]:
+    """key -> (name, runs filter, columns) of the saved views; `metrics` are the primary ones."""
+    run_cols = _cols("tags", ["row", "retriever", "decides", "degraded"]) + _cols("params", ["retriever.fusion.weight"])
+    run_cols += _cols("metrics", [*metrics, "n_queries"]) + _cols("attributes", ["Duration", "Dataset"])
+    verdicts = _cols("tags", ["run_a_name", "run_b_name", "comparison_decides"])
+    verdicts += _cols("tags", [f"verdict.{m}" for m in metrics]) + _cols("metrics", [f"diff_{m}" for m in metrics])
+    return {
+        "cortex-benchmark": ("cortex_exp: benchmark runs", "tags.kind = 'benchmark'", run_cols),
+        "cortex-decides": ("cortex_exp: runs that decide", "tags.decides = 'true'", run_cols),
+        "cortex-comparisons": ("cortex_exp: comparisons", "tags.kind = 'comparison'", verdicts),
+    }
+
+
+def view_link(experiment_id: str, key: str) -> str:
+    return f"#/experiments/{experiment_id}/runs?viewStateShareKey={key}"
+
+
+def description(experiment_id: str, metrics: list[str]) -> str:
+    """The experiment's note: what it holds, how to read `decides`, its views."""
+    links = " · ".join(f"[{name}]({view_link(experiment_id, key)})" for key, (name, _, _) in views(metrics).items())
+    return (
+        "**cortex_exp**: does a change to the retrieval system really make it better?\n\n"
+        "- **Benchmark runs** (`kind=benchmark`): one row × one retriever on a golden set, named "
+        "`<row>/<retriever>`; a multirun's jobs add ` key=value` for what the sweep varies "
+        "(`core/hybrid w=0.25`). Metrics are means over the queries; `per_query.jsonl` holds each query.\n"
+        "- **Multirun parents** (`kind=multirun`): a sweep or all rows, the jobs nested under them, "
+        "`summary.txt` and `sweep.png`.\n"
+        "- **Comparisons** (`kind=comparison`, by `python -m cortex_exp.compare A B`): paired "
+        "differences B − A with their intervals, a verdict tag per metric (`verdict.<metric>`), "
+        "`comparison_decides`, and links to both runs.\n\n"
+        "**How to read `decides`**: `tags.decides = 'true'` marks exactly the benchmark runs that may "
+        "decide: row `core` (blind to the verdicts), FINISHED, not degraded, no gate overridden. "
+        "The other rows learn from the same verdicts as the golden set and are reference only; a "
+        "comparison decides only when both of its runs do and they share a golden set.\n\n"
+        f"Views: {links}"
+    )
+
+
+def _view_tag(name: str, search: str, columns: list[str]) -> str:
+    state = {
+        "searchFilter": search,
+        "orderByKey": "attributes.start_time",
+        "orderByAsc": False,
+        "selectedColumns": columns,
+    }
+    stamp = int(time.time() * 1000)
+    return json.dumps({"name": name, "createdAt": stamp, "updatedAt": stamp, "state": json.dumps(state)})
+
+
+def setup_tags(experiment_id: str, metrics: list[str]) -> dict[str, str]:
+    """Every tag this module sets on the experiment."""
+    tags = {KIND_TAG: KIND, NOTE: description(experiment_id, metrics), PRIMARY_TAG: metrics[0]}
+    tags.update({VIEW_PREFIX + key: _view_tag(*spec) for key, spec in views(metrics).items()})
+    return tags
+
+
+def _missing(exp, metrics: list[str]) -> dict[str, str]:
+    """The set-up tags the experiment lacks; a kind only when it has none or the UI merely
+    inferred one (a user's choice stays)."""
+    have = dict(exp.tags)
+    kind = have.get(KIND_TAG, "")
+    return {
+        key: value
+        for key, value in setup_tags(exp.experiment_id, metrics).items()
+        if key not in have or (key == KIND_TAG and (kind.endswith("_inferred") or kind == "no_inferred_type"))
+    }
+
+
+def _set_tag(client, experiment_id: str, key: str, value: str) -> None:
+    """Set a tag; another process that set it first (a server has no lock of ours) is fine."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        client.set_experiment_tag(experiment_id, key, value)
+    except MlflowException:
+        if key not in client.get_experiment(experiment_id).tags:
+            raise
+
+
+def ensure(client, uri: str, name: str, metrics: list[str] | None = None) -> str:
+    """The experiment's id; created (artifacts beside an sqlite database, under `mlruns/`) and
+    set up when missing, under the store's creation lock (`store.creation_lock`)."""
+    metrics = metrics or ["recall_at_24", "ndcg_at_10", "mrr"]
+    exp = client.get_experiment_by_name(name)
+    if exp is not None and not _missing(exp, metrics):
+        return exp.experiment_id
+    with creation_lock(uri):
+        exp = client.get_experiment_by_name(name)  # another process may have made it meanwhile
+        if exp is None:
+            db = sqlite_path(uri)
+            location = (db.parent / DEFAULT_ARTIFACTS).resolve().as_uri() if db else None
+            client.create_experiment(name, artifact_location=location)
+            exp = client.get_experiment_by_name(name)
+        for key, value in _missing(exp, metrics).items():
+            _set_tag(client, exp.experiment_id, key, value)
+    return exp.experiment_id
+
+
+def experiment_name(client, experiment_id: str) -> str:
+    return client.get_experiment(experiment_id).name

@@ -1,0 +1,124 @@
+"""The tracking store: which one (`resolve_uri`), whether it answers (`check_reachable`), and one
+client per store per process that fails fast and never races another process on a new store.
+
+- Fast: MLflow's HTTP client retries 7 times with exponential backoff and waits 120 s per
+  request by default — a dead server took 494 s to report. Unless the user set them, the
+  `MLFLOW_HTTP_REQUEST_*` variables below bound that to seconds.
+- No race: two processes opening the same new sqlite store both run MLflow's schema set-up and
+  one fails (`duplicate column name: step`). The first connection of each process, and the
+  creation of an experiment, hold an exclusive lock on `<db>.lock` beside the database.
+- Signal-safe: every call of the client runs inside `interrupts.deferred()` (see there).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlparse
+
+from cortex_exp import interrupts
+from cortex_exp.errors import ServiceUnreachable
+
+DEFAULT_URI = "sqlite:///mlflow.db"
+DEFAULT_ARTIFACTS = "mlruns"
+FAST_FAIL = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0.5",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
+}
+_CLIENTS: dict[str, ShieldedClient] = {}
+
+
+def resolve_uri(configured: str | None) -> str:
+    """The configured URI, else $MLFLOW_TRACKING_URI, else `sqlite:///mlflow.db` (cwd)."""
+    return configured or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of an `sqlite:///` URI, None for any other store."""
+    return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+
+
+def is_http(uri: str) -> bool:
+    return urlparse(uri).scheme in ("http", "https")
+
+
+def check_reachable(uri: str, timeout_s: float = 5.0) -> None:
+    """Raise `ServiceUnreachable` (exit 4) before any work starts when a server does not answer."""
+    db = sqlite_path(uri)
+    if db is not None and not db.parent.exists():
+        raise ServiceUnreachable(f"MLFLOW UNREACHABLE: {uri} (folder {db.parent} does not exist)")
+    if not is_http(uri):
+        return
+    try:
+        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout_s) as resp:
+            if resp.status != 200:
+                raise ServiceUnreachable(f"MLFLOW UNREACHABLE: {uri} (/health answered {resp.status})")
+    except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as exc:
+        raise ServiceUnreachable(f"MLFLOW UNREACHABLE: {uri} ({exc}); nothing was measured") from None
+
+
+@contextmanager
+def creation_lock(uri: str) -> Iterator[None]:
+    """Exclusive between processes for an sqlite store (a lock file beside the database);
+    nothing for a server, which serializes its own schema set-up."""
+    db = sqlite_path(uri)
+    if db is None:
+        yield
+        return
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.with_name(db.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+class ShieldedClient:
+    """An `MlflowClient` whose every call runs where no signal interrupts it."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, name: str):
+        attr = getattr(self.inner, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            with interrupts.deferred():
+                return attr(*args, **kwargs)
+
+        return call
+
+
+class _NoErrors(logging.Filter):
+    """Drops error records: the failure they describe is reported by cortex_exp in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno < logging.ERROR
+
+
+def client(uri: str) -> ShieldedClient:
+    """The process's client of `uri`; its first creation sets up the store under the lock."""
+    if uri not in _CLIENTS:
+        for key, value in FAST_FAIL.items():
+            os.environ.setdefault(key, value)
+        # its failures are reported by us in one line; MLflow would add a traceback on stderr
+        # (its INFO lines stay, for the verbosity flag)
+        db_log = logging.getLogger("mlflow.store.db.utils")
+        if not any(isinstance(f, _NoErrors) for f in db_log.filters):
+            db_log.addFilter(_NoErrors())
+        from mlflow.tracking import MlflowClient
+
+        with interrupts.deferred(), creation_lock(uri):
+            _CLIENTS[uri] = ShieldedClient(MlflowClient(tracking_uri=uri))  # builds the store
+    return _CLIENTS[uri]

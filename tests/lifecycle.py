@@ -1,0 +1,188 @@
+"""Helpers of the run-lifecycle tests: tiny real data, a command run the way a user runs it (in
+its own process group, so that a signal can hit it and its joblib workers), and what the MLflow
+store holds afterwards."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conftest import ROOT, TINY_DOCS, TINY_SERVES, write_jsonl
+
+
+def tiny_dataset(root: Path) -> Path:
+    """corpus.jsonl, serves.jsonl and a golden set built from them under `root`."""
+    from cortex_exp.golden.build import build_from_files
+
+    corpus = write_jsonl(root / "corpus.jsonl", TINY_DOCS)
+    serves = write_jsonl(root / "serves.jsonl", TINY_SERVES)
+    build_from_files(corpus, serves, root / "golden")
+    return root
+
+
+def data_args(data: Path, uri: str) -> list[str]:
+    return [
+        "data=files",
+        f"data.corpus={data}/corpus.jsonl",
+        f"data.golden={data}/golden",
+        f"data.serves={data}/serves.jsonl",
+        f"mlflow.tracking_uri={uri}",
+    ]
+
+
+@dataclass
+class Finished:
+    code: int
+    stdout: str
+    stderr: str
+    signalled: bool = False
+    seconds_after_trigger: float | None = None  # from the trigger's action to the process's end
+
+
+@dataclass
+class Launch:
+    """`python -m <args>` in `cwd`; with `trigger`, `sig` is sent when a stderr line contains it
+    (to the process, or its whole group with `group`, as Ctrl-C does; `freeze` stops the process
+    first so that the signal lands exactly there) — or `action(pid)` is called, the process
+    frozen meanwhile."""
+
+    args: list[str]
+    cwd: Path
+    env: dict = field(default_factory=dict)
+    trigger: str | None = None
+    sig: int = signal.SIGTERM
+    group: bool = False
+    freeze: bool = False
+    action: object = None
+
+    def run(self, timeout: float = 240) -> Finished:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), **self.env}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", *self.args],
+            cwd=self.cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        lines: list[str] = []
+        fired: list[float] = []
+        reader = threading.Thread(target=self._read, args=(proc, lines, fired), daemon=True)
+        reader.start()
+        try:
+            out = proc.stdout.read()
+            proc.wait(timeout=timeout)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        ended = time.monotonic()
+        reader.join(timeout=10)
+        after = ended - fired[0] if fired else None
+        return Finished(proc.returncode, out, "".join(lines), bool(fired), after)
+
+    def _read(self, proc, lines: list[str], fired: list[float]) -> None:
+        for line in proc.stderr:
+            lines.append(line)
+            if self.trigger and not fired and self.trigger in line:
+                self._fire(proc)
+                fired.append(time.monotonic())
+
+    def _fire(self, proc) -> None:
+        if self.action is not None:
+            os.kill(proc.pid, signal.SIGSTOP)
+            self.action(proc.pid)
+            os.kill(proc.pid, signal.SIGCONT)
+            return
+        if self.freeze:
+            os.kill(proc.pid, signal.SIGSTOP)
+        (os.killpg if self.group else os.kill)(proc.pid, self.sig)
+        if self.freeze:
+            os.kill(proc.pid, signal.SIGCONT)
+
+
+class MlflowServer:
+    """A real `mlflow server` on 127.0.0.1 with its own sqlite store and artifacts under `folder`;
+    started at once, `ready()` waits for /health."""
+
+    def __init__(self, folder: Path):
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        folder.mkdir(parents=True, exist_ok=True)
+        self.url = f"http://127.0.0.1:{port}"
+        self.proc = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "mlflow"),
+                "server",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--workers",
+                "1",
+                "--backend-store-uri",
+                f"sqlite:///{folder}/server.db",
+                "--artifacts-destination",
+                str(folder / "artifacts"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its workers die with it
+        )
+
+    def ready(self, timeout: float = 180) -> str:
+        import urllib.request
+
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=2) as r:
+                    if r.status == 200:
+                        return self.url
+            except OSError:
+                time.sleep(0.5)
+        raise TimeoutError(f"mlflow server {self.url} did not answer /health within {timeout} s")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+
+def migrated_store(folder: Path) -> Path:
+    """An empty MLflow sqlite store with its schema set up (MLflow's migrations take seconds:
+    tests that are not about store creation copy this file instead)."""
+    from mlflow.tracking import MlflowClient
+
+    folder.mkdir(parents=True, exist_ok=True)
+    MlflowClient(f"sqlite:///{folder}/template.db").search_experiments()
+    return folder / "template.db"
+
+
+def store_from(template: Path, folder: Path) -> str:
+    """A copy of the migrated `template` as `folder/mlflow.db`; its URI."""
+    import shutil
+
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(template, folder / "mlflow.db")
+    return f"sqlite:///{folder}/mlflow.db"
+
+
+def store_runs(uri: str) -> list:
+    """Every run of every experiment in the store (none when the store was never created)."""
+    from mlflow.tracking import MlflowClient
+
+    db = Path(uri.removeprefix("sqlite:///"))
+    if uri.startswith("sqlite:///") and not db.exists():
+        return []
+    client = MlflowClient(uri)
+    return [r for e in client.search_experiments() for r in client.search_runs([e.experiment_id], max_results=1000)]
