@@ -129,16 +129,22 @@ def run_sweep(opts, uri: str) -> None:
         print(f"logged to the sweep's parent run {parent.run_id}", file=sys.stderr)
 
 
+def parse_options(argv: list[str] | None) -> argparse.Namespace:
+    """The command line as compare uses it: parsed, with `--effect` read into `opts.effects`."""
+    opts = build_parser().parse_args(argv)
+    opts.effects = Effects.parse(opts.effect)
+    return opts
+
+
 def _main(argv: list[str] | None) -> None:
     from cortex_exp.tracking import resolve_uri
 
-    opts = build_parser().parse_args(argv)
+    opts = parse_options(argv)
     configure_logging(verbose=opts.verbose)
     if opts.sweep and opts.runs:
         raise InputError("compare: give either RUN_A RUN_B or --sweep PARENT_RUN, not both")
     if not opts.sweep and len(opts.runs) != 2:
         raise InputError(f"compare: expected two runs RUN_A RUN_B, got {len(opts.runs)}: {' '.join(opts.runs)}")
-    opts.effects = Effects.parse(opts.effect)
     uri = resolve_uri(opts.tracking_uri)
     (run_sweep if opts.sweep else run_compare)(opts, uri)
 

@@ -76,6 +76,9 @@ def creation_lock(uri: str) -> Iterator[None]:
     db.parent.mkdir(parents=True, exist_ok=True)
     with open(db.with_name(db.name + ".lock"), "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
+        if handle.tell() == 0:  # say what the file is to whoever finds it beside the database
+            handle.write(f"lock of {db.name}: cortex_exp serializes MLflow's store set-up across processes\n")
+            handle.flush()
         try:
             yield
         finally:
