@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 import pytrec_eval
-from conftest import files_overrides, run_cli
+from conftest import build_demo, files_overrides, run_cli
 from mlflow.tracking import MlflowClient
 from ranx import Qrels, Run, evaluate
 
@@ -38,18 +38,7 @@ def read_trec(path, kind):
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
     """One bm25_v2 run on the demo data through the command line: its rows and its run.trec."""
-    from cortex_exp.run.prepare import prepare_data
-    from cortex_exp.settings import DataSettings
-
-    root = tmp_path_factory.mktemp("roundtrip")
-    data = DataSettings(
-        corpus=str(root / "data/demo/corpus.jsonl"),
-        golden=str(root / "golden/demo"),
-        serves=str(root / "data/demo/serves.jsonl"),
-        generate=True,
-        seed=7,
-    )
-    prepare_data(data, lambda m: None)
+    root = build_demo(tmp_path_factory.mktemp("roundtrip"))
     uri = f"sqlite:///{root}/mlflow.db"
     r = run_cli(["cortex_exp", *files_overrides(root, uri), "retriever=bm25_v2"], root)
     assert r.returncode == 0, r.stderr
