@@ -194,10 +194,15 @@ def png_size(png: bytes) -> tuple[int, int]:
 
 
 def test_the_experiment_opens_on_its_runs_and_the_sweep_jobs_have_names_of_their_own(page, store):
-    open_experiment(page, store)
-    assert model_training_pages(page)
     # newest first: the comparison, the sweep, the rows; the jobs folded under their parents
-    table_shows(page, [COMPARISON, SWEEP, ROWS], "the experiment")
+    top = [COMPARISON, SWEEP, ROWS]
+    page.open(f"#/experiments/{store.experiment_id}/runs?workflowType=machine_learning")  # the README's link
+    table_shows(page, top, "the experiment, by the README's link")
+    assert model_training_pages(page)
+    page.new_user()
+    open_experiment(page, store)  # the README's other way: the sidebar's switch, then the experiment
+    assert model_training_pages(page)
+    table_shows(page, top, "the experiment")
     expand(page, store.ids[SWEEP])
     table_shows(page, [COMPARISON, SWEEP, *JOBS[SWEEP][::-1], ROWS], "the experiment, the sweep unfolded")
     expand(page, store.ids[ROWS])
