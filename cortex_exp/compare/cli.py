@@ -87,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-log", action="store_true", help="do not log the comparison to MLflow")
     p.add_argument("--out", type=Path, help="also keep report.md and diffs.png in this folder")
     p.add_argument("--sweep", metavar="PARENT_RUN", help="analyse a fusion-weight sweep instead")
+    p.set_defaults(effects=Effects())  # what `--effect` parses into (`_main`); the default without it
     return p
 
 
