@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import datetime, timedelta
 
 import pytest
-from conftest import TINY_SERVES, doc, serve, write_jsonl
+from conftest import TINY_SERVES, build_demo, doc, serve, write_jsonl
 
 from cortex_exp.golden import load_golden
 from cortex_exp.golden.__main__ import main
@@ -199,3 +200,35 @@ def test_diff_names_queries_added_dropped_verdicts_changed_positives_retired(tmp
     # the summary of the rebuild says it too
     assert main(["rebuild", str(tmp_path / "g")]) == 0
     assert f"replaces golden_id {new.golden_id} (rebuild)" in capsys.readouterr().out
+
+
+def cut(lines: list[str], since: datetime, until: datetime) -> str:
+    """The serves of a log (JSON lines) with since <= ts < until."""
+    keep = [x for x in lines if since <= datetime.fromisoformat(json.loads(x)["ts"]) < until]
+    return "".join(x + "\n" for x in keep)
+
+
+def test_golden_diff_on_two_rebuilds_of_the_demo_data(tmp_path, capsys):
+    """The demo's serve log cut at two dates: days 0-15 of its 25, then days 5-25 (the log moved
+    on: old tasks aged out, new ones came in). The rebuild records it; `golden diff` prints it."""
+    root = build_demo(tmp_path / "demo")
+    lines = (root / "data/demo/serves.jsonl").read_text().splitlines()
+    start = datetime.fromisoformat(json.loads(lines[0])["ts"])
+    serves, end = tmp_path / "serves.jsonl", start + timedelta(days=30)
+    serves.write_text(cut(lines, start, start + timedelta(days=15)))
+    old = build_from_files(root / "data/demo/corpus.jsonl", serves, tmp_path / "g")
+    shutil.copytree(tmp_path / "g", tmp_path / "old")
+    serves.write_text(cut(lines, start + timedelta(days=5), end))
+    new = rebuild(tmp_path / "g")
+    found = new.manifest["lineage"]["changes"]
+    old_q, new_q = {q.qid for q in old.queries}, {q.qid for q in new.queries}
+    assert found["queries_added"] == sorted(new_q - old_q) and found["queries_dropped"] == sorted(old_q - new_q)
+    assert len(found["queries_added"]) > 50 and len(found["queries_dropped"]) > 50
+    capsys.readouterr()
+    assert main(["diff", str(tmp_path / "old"), str(tmp_path / "g")]) == 0
+    out = capsys.readouterr().out
+    n_added, n_dropped = len(found["queries_added"]), len(found["queries_dropped"])
+    assert f"queries added {n_added}, dropped {n_dropped}" in out
+    assert f"queries added ({n_added})" in out and f"queries dropped ({n_dropped})" in out
+    assert all(q in out for q in found["queries_added"] + found["queries_dropped"])
+    assert max(len(line) for line in out.splitlines()) <= 100
