@@ -82,10 +82,9 @@ def _wrap(lines: list[str]) -> list[str]:
 
 def _decides_line(many: Many) -> str:
     n = sum(p.result["decides"] for p in many.pairs)
-    return (
-        f"decides: {n} of {len(many.pairs)} candidates (core against core, same golden set, neither degraded; "
-        "the others are reference only: see the warnings above)"
-    )
+    why = "core against core, same golden set, neither degraded"
+    rest = "" if n == len(many.pairs) else "; the others are reference only: see the warnings above"
+    return f"decides: {n} of {len(many.pairs)} candidates ({why}{rest})"
 
 
 def _condensed_changes(many: Many) -> list[str]:
