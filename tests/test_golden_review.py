@@ -50,7 +50,7 @@ def review(runs, out, *extra):
 def test_review_lists_what_one_run_surfaced_unjudged(runs, capsys):
     out = runs["tmp"] / "review.jsonl"
     assert review(runs, out) == 0
-    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    rows = rows_k2 = [json.loads(x) for x in out.read_text().splitlines()]
     # K = 2, the smallest K of judged_at_K. RETRY: B's top 2 adds d-auth, A's adds d-cache, neither
     # judged for it; FLAKY: B adds d-retry (unjudged), A adds d-invoice (judged positive: not listed)
     assert [(r["qid"], r["doc_id"], r["surfaced_by"], r["rank_a"], r["rank_b"]) for r in rows] == [
@@ -74,6 +74,13 @@ def test_review_lists_what_one_run_surfaced_unjudged(runs, capsys):
         (RETRY, "d-auth", "B"),
         (RETRY, "d-invoice", "A"),
     ]
+    # a sample of one query: all the lines of one of the two, the same for the same seed
+    picked = []
+    for name in ("s1.jsonl", "s2.jsonl"):
+        assert review(runs, runs["tmp"] / name, "--queries", "1", "--seed", "3") == 0
+        picked.append([json.loads(x) for x in (runs["tmp"] / name).read_text().splitlines()])
+    assert picked[0] == picked[1] and len({r["qid"] for r in picked[0]}) == 1
+    assert picked[0] in ([r for r in rows_k2 if r["qid"] == q] for q in (RETRY, FLAKY))
 
 
 def test_filled_in_it_goes_back_into_the_golden_set(runs, capsys):

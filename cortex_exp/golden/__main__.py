@@ -37,6 +37,8 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("run_b", metavar="RUN_B", help="run id, NAME or latest:NAME (the candidate)")
     v.add_argument("--out", required=True, type=Path, help="the file to fill in: .csv for CSV, else JSON lines")
     v.add_argument("--k", type=int, help="top K (default: the smallest K of judged_at_K)")
+    v.add_argument("--queries", type=int, metavar="N", help="a random sample of N queries (default: all)")
+    v.add_argument("--seed", type=int, default=0, help="seed of --queries' sample (default 0)")
     v.add_argument("--golden", type=Path, help="the golden set (default: run A's data.golden)")
     v.add_argument("--corpus", type=Path, help="the corpus (default: run A's data.corpus)")
     v.add_argument("--tracking-uri", help="default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db")

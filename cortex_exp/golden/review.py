@@ -10,6 +10,8 @@ comparison cannot see. One line per (query, document), sorted by query then by w
 lines. Then: `python -m cortex_exp.golden add-judgments GOLDEN_DIR FILE`.
 
 K defaults to the smallest K the runs logged `judged_at_K` for (the K of `WARNING: UNJUDGED`).
+`--queries N` keeps a random sample of N of the queries with something to judge (seeded by
+`--seed`, default 0): a person can judge a sample rather than everything.
 The golden set and the corpus default to the ones run A was measured on (its params
 `data.golden`, `data.corpus`).
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import random
 import re
 import sys
 from pathlib import Path
@@ -86,6 +89,18 @@ def unjudged_rows(a, b, golden, corpus, k: int) -> list[dict]:
     return out
 
 
+def sample(rows: list[dict], n: int | None, seed: int) -> list[dict]:
+    """The lines of `n` queries drawn at random (seeded) among those that have lines; all when
+    `n` is None or not smaller than their number."""
+    qids = sorted({r["qid"] for r in rows})
+    if n is None or n >= len(qids):
+        return rows
+    if n < 1:
+        raise InputError(f"--queries {n}: must be at least 1")
+    kept = set(random.Random(seed).sample(qids, n))
+    return [r for r in rows if r["qid"] in kept]
+
+
 def write_review(rows: list[dict], out: Path) -> None:
     if out.exists():
         raise InputError(f"--out {out}: exists (it may hold verdicts already filled in); choose a new file")
@@ -122,6 +137,6 @@ def review(opts):
     k = opts.k if opts.k is not None else default_k(b)
     if k < 1:
         raise InputError(f"--k {k}: must be at least 1")
-    rows = unjudged_rows(a, b, golden, corpus, k)
+    rows = sample(unjudged_rows(a, b, golden, corpus, k), opts.queries, opts.seed)
     write_review(rows, Path(opts.out))
     return rows, golden, k
