@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from conftest import compose, files_overrides, run_cli, write_jsonl
+from fake_encoder import HashedBagEncoder
+from loopback import embedding_server
 from mlflow.tracking import MlflowClient
 
 from cortex_exp.errors import GateRefused
@@ -180,11 +182,20 @@ def test_incident_dense_side_off_hybrid_is_component_down(demo_dir, uri):
 
 
 def test_incident_lexical_side_swallowing_its_errors(demo_dir, uri):
-    """A lexical side that caught its own errors and returned empty lists looked healthy."""
-    for fault, prefix in (("empty", "COMPONENT DOWN: lexical"), ("empty_after_probe", "COMPONENT SILENT: lexical")):
-        with pytest.raises(GateRefused) as err:
-            benchmark.run(compose(files_overrides(demo_dir, uri) + ["retriever=hybrid", f"faults.lexical={fault}"]))
-        assert str(err.value).startswith(prefix)
+    """A lexical side that caught its own errors and returned empty lists looked healthy —
+    inside a hybrid whose dense side is healthy (hashed-bag vectors from a real server on
+    127.0.0.1: the incident is the lexical side's, the real model adds minutes and nothing)."""
+    embeddings = embedding_server(HashedBagEncoder())
+    dense = [f"retriever.dense.endpoint={embeddings.url}", "retriever.dense.model=fake/hashed-bag"]
+    try:
+        for fault, prefix in (("empty", "COMPONENT DOWN: lexical"), ("empty_after_probe", "COMPONENT SILENT: lexical")):
+            with pytest.raises(GateRefused) as err:
+                overrides = ["retriever=hybrid", *dense, f"faults.lexical={fault}"]
+                benchmark.run(compose(files_overrides(demo_dir, uri) + overrides))
+            assert str(err.value).startswith(prefix)
+    finally:
+        embeddings.close()
+    assert embeddings.posts(), "the dense side was the server's"
 
 
 def test_hybrid_dense_error_drill_and_its_override(demo_dir, uri):
