@@ -98,35 +98,34 @@ def load_serves(path: Path, now: datetime | None = None) -> list[Serve]:
         if obj["serve_id"] in seen:
             problems.add(line, f"duplicate serve_id {obj['serve_id']!r} (first on line {seen[obj['serve_id']]})")
             continue
-        items = []
-        for i, item in enumerate(obj["items"]):
-            prefix = f"items[{i}]."
-            if not isinstance(item, dict):
-                problems.add(line, f"items[{i}] must be an object")
-                ok = False
-                continue
-            good = check_field(item, "doc_id", (str,), problems, line, prefix=prefix)
-            good &= check_field(item, "channel", (str,), problems, line, prefix=prefix)
-            good &= check_field(item, "rank", (int, type(None)), problems, line, prefix=prefix, required=False)
-            good &= check_field(item, "verdict", (str, type(None)), problems, line, prefix=prefix, required=False)
-            if good and item["channel"] not in CHANNELS:
-                problems.add(
-                    line, f"{prefix}channel: unknown channel {item['channel']!r}; expected one of {', '.join(CHANNELS)}"
-                )
-                good = False
-            if good and item.get("verdict") is not None and item["verdict"] not in VERDICTS:
-                problems.add(
-                    line,
-                    f"{prefix}verdict: unknown verdict {item['verdict']!r}; "
-                    f"expected one of {', '.join(VERDICTS)} or null",
-                )
-                good = False
-            if good:
-                items.append(ServedItem(item["doc_id"], item["channel"], item.get("rank"), item.get("verdict")))
-            ok &= good
-        if not ok:
+        items = [_item(item, i, problems, line) for i, item in enumerate(obj["items"])]
+        if None in items:
             continue
         seen[obj["serve_id"]] = line
         serves.append(Serve(obj["serve_id"], ts, obj["project"], obj["task"], tuple(items)))
     problems.raise_if_any("the serve log")
     return serves
+
+
+def _item(item, i: int, problems: Problems, line: int) -> ServedItem | None:
+    """`items[i]` of a serve, or None after adding its every problem to `problems`."""
+    prefix = f"items[{i}]."
+    if not isinstance(item, dict):
+        problems.add(line, f"items[{i}] must be an object")
+        return None
+    good = check_field(item, "doc_id", (str,), problems, line, prefix=prefix)
+    good &= check_field(item, "channel", (str,), problems, line, prefix=prefix)
+    good &= check_field(item, "rank", (int, type(None)), problems, line, prefix=prefix, required=False)
+    good &= check_field(item, "verdict", (str, type(None)), problems, line, prefix=prefix, required=False)
+    if good and item["channel"] not in CHANNELS:
+        problems.add(
+            line, f"{prefix}channel: unknown channel {item['channel']!r}; expected one of {', '.join(CHANNELS)}"
+        )
+        good = False
+    if good and item.get("verdict") is not None and item["verdict"] not in VERDICTS:
+        problems.add(
+            line,
+            f"{prefix}verdict: unknown verdict {item['verdict']!r}; expected one of {', '.join(VERDICTS)} or null",
+        )
+        good = False
+    return ServedItem(item["doc_id"], item["channel"], item.get("rank"), item.get("verdict")) if good else None

@@ -114,27 +114,9 @@ def import_beir(beir_dir: Path, out_dir: Path, now: datetime | None = None, how:
     check_out_dir(out_dir, inputs, extra_outputs=("corpus.jsonl",))
     docs = read_beir_corpus(beir_dir / "corpus.jsonl")
     corpus = Corpus(docs, beir_dir / "corpus.jsonl")
-    problems = Problems(beir_dir / "queries.jsonl")
-    texts, projects, first = {}, {}, {}
-    for line, obj in iter_jsonl(beir_dir / "queries.jsonl", problems):
-        ok = check_field(obj, "_id", (str,), problems, line) & check_field(obj, "text", (str,), problems, line)
-        project = _project(obj, problems, line)
-        if ok and project is not _BAD and _unique_id(obj, first, problems, line):
-            texts[obj["_id"]] = obj["text"]
-            projects[obj["_id"]] = project
-    problems.raise_if_any("the BEIR queries")
-
+    texts, projects = read_beir_queries(beir_dir / "queries.jsonl")
     filters = dict.fromkeys(FILTERS, 0)
-    labels: dict[str, dict[str, str]] = {}
-    for qid, doc_id, score in read_qrels(qrels_path):
-        if qid not in texts:
-            raise InputError(f"{qrels_path}: query {qid!r} is not in queries.jsonl")
-        label = "positive" if score > 0 else "noise"
-        labels.setdefault(qid, {})
-        if doc_id not in corpus:
-            filters["retired_positive"] += label == "positive"
-            continue
-        labels[qid][doc_id] = label
+    labels = _labels(read_qrels(qrels_path), texts, corpus, filters, qrels_path)
     queries, judgments = [], []
     for qid in sorted(labels):
         if "positive" not in labels[qid].values():
@@ -163,3 +145,33 @@ def import_beir(beir_dir: Path, out_dir: Path, now: datetime | None = None, how:
     write_golden(golden, out_dir, inputs, extra_outputs=("corpus.jsonl",))
     write_corpus(out_dir / "corpus.jsonl", docs)
     return golden
+
+
+def read_beir_queries(path: Path) -> tuple[dict[str, str], dict[str, str | None]]:
+    """(text by query id, project by query id) of a BEIR `queries.jsonl`; every problem at once."""
+    problems = Problems(path)
+    texts, projects, first = {}, {}, {}
+    for line, obj in iter_jsonl(path, problems):
+        ok = check_field(obj, "_id", (str,), problems, line) & check_field(obj, "text", (str,), problems, line)
+        project = _project(obj, problems, line)
+        if ok and project is not _BAD and _unique_id(obj, first, problems, line):
+            texts[obj["_id"]] = obj["text"]
+            projects[obj["_id"]] = project
+    problems.raise_if_any("the BEIR queries")
+    return texts, projects
+
+
+def _labels(qrels, texts: dict[str, str], corpus: Corpus, filters: dict[str, int], qrels_path: Path):
+    """Label of each judged document per query (a score > 0 is a positive, 0 noise); a
+    judgment of a document not in the corpus is dropped, a positive one counted as retired."""
+    labels: dict[str, dict[str, str]] = {}
+    for qid, doc_id, score in qrels:
+        if qid not in texts:
+            raise InputError(f"{qrels_path}: query {qid!r} is not in queries.jsonl")
+        label = "positive" if score > 0 else "noise"
+        labels.setdefault(qid, {})
+        if doc_id not in corpus:
+            filters["retired_positive"] += label == "positive"
+            continue
+        labels[qid][doc_id] = label
+    return labels

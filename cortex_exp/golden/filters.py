@@ -39,11 +39,7 @@ def build_golden(
 ) -> GoldenSet:
     """Apply the four filters in order; raise `InputError` when no query survives."""
     filters = dict.fromkeys(FILTERS, 0)
-
-    # 2. group serves by task first; every serve of the task is listed in serve_ids.
-    groups: dict[tuple[str, str], list[Serve]] = defaultdict(list)
-    for serve in sorted(serves, key=lambda s: (s.ts, s.serve_id)):
-        groups[(serve.project, normalize_task(serve.task))].append(serve)
+    groups = _tasks(serves)
     filters["repeat"] = len(serves) - len(groups)
 
     queries: list[Query] = []
@@ -51,33 +47,12 @@ def build_golden(
     n_wrong = retired_noise = 0
     for (project, norm), group in groups.items():
         qid = query_id(project, norm)
-        verdicts: dict[str, set[str]] = defaultdict(set)
-        for serve in group:
-            for item in serve.items:
-                doc = corpus.by_id.get(item.doc_id)
-                # 1. always-served items never become labels.
-                if item.channel == "always" or (doc is not None and doc.always_served):
-                    filters["always_served"] += 1
-                    continue
-                if item.verdict is not None:
-                    verdicts[item.doc_id].add(item.verdict)
-        labelled = []
-        for doc_id in sorted(verdicts):
-            seen = verdicts[doc_id]
-            label = "positive" if "helped" in seen else "noise"
-            if doc_id not in corpus:
-                # 3. a retired positive cannot be found; a retired noise label cannot be ranked.
-                if label == "positive":
-                    filters["retired_positive"] += 1
-                else:
-                    retired_noise += 1
-                continue
-            labelled.append((doc_id, label, label == "noise" and "wrong" in seen))
+        labelled, retired = _labels(_verdicts(group, corpus, filters), corpus, filters)
+        retired_noise += retired
         if not any(label == "positive" for _, label, _ in labelled):
             filters["no_positive"] += 1  # 4.
             continue
-        first = group[0]
-        queries.append(Query(qid, project, first.task.strip(), tuple(s.serve_id for s in group)))
+        queries.append(Query(qid, project, group[0].task.strip(), tuple(s.serve_id for s in group)))
         for doc_id, label, was_wrong in labelled:
             judgments.append(Judgment(qid, doc_id, label))
             n_wrong += was_wrong
@@ -101,3 +76,47 @@ def build_golden(
     }
     manifest = make_manifest(corpus, counts, filters, source, now)
     return GoldenSet(queries, judgments, manifest, dict(corpus.hashes))
+
+
+def _tasks(serves: list[Serve]) -> dict[tuple[str, str], list[Serve]]:
+    """2. Serves grouped by task (project, normalized text), each group in time order: one
+    query per group, every serve of it listed in serve_ids."""
+    groups: dict[tuple[str, str], list[Serve]] = defaultdict(list)
+    for serve in sorted(serves, key=lambda s: (s.ts, s.serve_id)):
+        groups[(serve.project, normalize_task(serve.task))].append(serve)
+    return groups
+
+
+def _verdicts(group: list[Serve], corpus: Corpus, filters: dict[str, int]) -> dict[str, set[str]]:
+    """Every verdict each document got across a task's serves; 1. always-served items never
+    become labels (counted in `filters`)."""
+    verdicts: dict[str, set[str]] = defaultdict(set)
+    for serve in group:
+        for item in serve.items:
+            doc = corpus.by_id.get(item.doc_id)
+            if item.channel == "always" or (doc is not None and doc.always_served):
+                filters["always_served"] += 1
+                continue
+            if item.verdict is not None:
+                verdicts[item.doc_id].add(item.verdict)
+    return verdicts
+
+
+def _labels(
+    verdicts: dict[str, set[str]], corpus: Corpus, filters: dict[str, int]
+) -> tuple[list[tuple[str, str, bool]], int]:
+    """(doc_id, label, was wrong) of a task's documents still in the corpus — positive when any
+    serve helped, else noise — and how many noise labels were dropped as retired. 3. a retired
+    positive cannot be found (counted in `filters`); a retired noise label cannot be ranked."""
+    labelled, retired_noise = [], 0
+    for doc_id in sorted(verdicts):
+        seen = verdicts[doc_id]
+        label = "positive" if "helped" in seen else "noise"
+        if doc_id not in corpus:
+            if label == "positive":
+                filters["retired_positive"] += 1
+            else:
+                retired_noise += 1
+            continue
+        labelled.append((doc_id, label, label == "noise" and "wrong" in seen))
+    return labelled, retired_noise
