@@ -84,12 +84,17 @@ def log_run(exp_id, name, rows, docs=DOCS, golden="g1", parent=None, params=None
     return run.info.run_id
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def new_store(tmp_path_factory):
+    """(folder, uri, experiment id) of a new sqlite store, set as the tracking URI."""
     tmp = tmp_path_factory.mktemp("mlflow")
     uri = f"sqlite:///{tmp}/mlflow.db"
     mlflow.set_tracking_uri(uri)
-    exp = mlflow.create_experiment("cortex_exp", artifact_location=(tmp / "mlruns").as_uri())
+    return tmp, uri, mlflow.create_experiment("cortex_exp", artifact_location=(tmp / "mlruns").as_uri())
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    tmp, uri, exp = new_store(tmp_path_factory)
     moved = {"q03": "n1", "q07": "n2", "q11": "n3"}
     runs = {
         "tiny": log_run(exp, "core/bm25_v1", per_query(1, n=1), golden="g3"),

@@ -9,7 +9,7 @@ import json
 
 import mlflow
 import pytest
-from test_compare import KEYS, log_run, per_query
+from test_compare import KEYS, log_run, new_store, per_query
 
 from cortex_exp.compare.cli import main
 
@@ -29,10 +29,7 @@ def with_views(rows, judged: float, condensed_from=None):
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("mlflow")
-    uri = f"sqlite:///{tmp}/mlflow.db"
-    mlflow.set_tracking_uri(uri)
-    exp = mlflow.create_experiment("cortex_exp", artifact_location=(tmp / "mlruns").as_uri())
+    tmp, uri, exp = new_store(tmp_path_factory)
     base = per_query(1)
     runs = {
         "base": log_run(exp, "core/bm25_v2", with_views(base, 0.6)),

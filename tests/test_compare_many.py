@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
-from test_compare import KEYS, log_run, per_query, rows_of
+from test_compare import KEYS, log_run, new_store, per_query, rows_of
 
 from cortex_exp.compare.cli import main
 
@@ -21,10 +21,7 @@ MANY_KEYS = {"baseline", "candidates", "correction"}
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("mlflow")
-    uri = f"sqlite:///{tmp}/mlflow.db"
-    mlflow.set_tracking_uri(uri)
-    exp = mlflow.create_experiment("cortex_exp", artifact_location=(tmp / "mlruns").as_uri())
+    tmp, uri, exp = new_store(tmp_path_factory)
     runs = {
         "base": log_run(exp, "core/bm25_v1", per_query(1)),
         "v2": log_run(exp, "core/bm25_v2", per_query(2, shift=0.15)),

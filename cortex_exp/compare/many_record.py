@@ -16,7 +16,7 @@ from pathlib import Path
 from cortex_exp import tracking
 from cortex_exp.compare.many import CORRECTION, Many
 from cortex_exp.compare.many_report import labels
-from cortex_exp.compare.record import judged_values, link_to, metric_values
+from cortex_exp.compare.record import judged_values, link_to, metric_values, other_name, tag_compared
 from cortex_exp.metrics import CONDENSED
 
 
@@ -83,18 +83,8 @@ def log_many(uri: str, many: Many, opts, files: list[Path]) -> str:
             log.log_file(path)
         comparison_id = log.run_id
     link = f"[{name}]({tracking.run_link(base.experiment_id, comparison_id)})"
-    tracking.tag_run(
-        uri,
-        base.run_id,
-        {f"compared_in.{comparison_id}": f"as A (baseline) against {n} candidates"},
-        note=f"Compared as A (baseline) in {link}.",
-    )
+    tag_compared(uri, comparison_id, link, base, "A (baseline)", f"{n} candidates")
     for c, p in zip(many.candidates, many.pairs):
         summary = "decides" if p.result["decides"] else "does not decide"
-        tracking.tag_run(
-            uri,
-            c.run_id,
-            {f"compared_in.{comparison_id}": f"as B (candidate) against {base.name or base.run_id}"},
-            note=f"Compared as B (candidate) in {link}: {summary}.",
-        )
+        tag_compared(uri, comparison_id, link, c, "B (candidate)", other_name(base), summary)
     return comparison_id

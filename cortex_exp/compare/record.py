@@ -104,16 +104,26 @@ def log_comparison(uri: str, a, b, result: dict, opts, files: list[Path], judged
         for path in files:
             log.log_file(path)
         comparison_id = log.run_id
-    link = f"[{name}]({tracking.run_link(b.experiment_id, comparison_id)})"
     summary = "decides" if result["decides"] else "does not decide"
-    for run, role, other in ((a, "A (baseline)", b), (b, "B (candidate)", a)):
-        tracking.tag_run(
-            uri,
-            run.run_id,
-            {f"compared_in.{comparison_id}": f"as {role} against {other.name or other.run_id}"},
-            note=f"Compared as {role} in {link}: {summary}.",
-        )
+    link = f"[{name}]({tracking.run_link(b.experiment_id, comparison_id)})"
+    tag_compared(uri, comparison_id, link, a, "A (baseline)", other_name(b), summary)
+    tag_compared(uri, comparison_id, link, b, "B (candidate)", other_name(a), summary)
     return comparison_id
+
+
+def other_name(run) -> str:
+    return run.name or run.run_id
+
+
+def tag_compared(uri: str, comparison_id: str, link: str, run, role: str, against: str, summary: str = "") -> None:
+    """Tag a compared run `compared_in.<comparison id>` and add a line linking the comparison
+    to its description."""
+    tracking.tag_run(
+        uri,
+        run.run_id,
+        {f"compared_in.{comparison_id}": f"as {role} against {against}"},
+        note=f"Compared as {role} in {link}" + (f": {summary}." if summary else "."),
+    )
 
 
 def log_sweep_result(uri: str, parent, report: dict, results: dict, plot) -> None:
