@@ -42,14 +42,19 @@ chromium:
 	  echo "installing Chromium (Debian packages chromium, chromium-driver)"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
 
+# Test files run on TEST_JOBS processes (pytest-xdist), each file whole on one of them: its
+# module fixtures (a demo collection, a PostgreSQL server, a Ray head) are made once.
+TEST_JOBS ?= 2
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadfile --durations=10
+
 test: lint postgresql chromium
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PYTEST) tests
 
 test-fast: lint
-	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" tests
+	$(PYTEST) -m "not slow" tests
 
 test-slow: $(STAMP) postgresql chromium
-	$(PY) -m pytest -q -p no:cacheprovider -m slow tests
+	$(PYTEST) -m slow tests
 
 # the README's screenshots (docs/screenshots/), made by the browser test itself
 screenshots: $(STAMP) chromium
