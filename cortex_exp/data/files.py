@@ -11,8 +11,11 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
+
+import orjson
 
 from cortex_exp.errors import InputError
 
@@ -47,18 +50,38 @@ def check_regular(path: Path, what: str = "a file") -> Path:
 
 def read_input(path: Path, what: str = "a file") -> bytes:
     """The bytes of the regular file `path`; `InputError` for anything else."""
+    with open_input(path, what) as fh:
+        return read_or_fail(path, fh.read)
+
+
+def open_input(path: Path, what: str = "a file") -> BinaryIO:
+    """The regular file `path` opened for reading in binary; `InputError` for anything else."""
     path = check_regular(path, what)
+    return read_or_fail(path, lambda: open(path, "rb"))
+
+
+def read_or_fail(path: Path, read: Callable[[], Any]) -> Any:
+    """`read()`, its `OSError` an `InputError` naming `path`."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        return read()
     except PermissionError:
         raise InputError(f"{path}: permission denied; make it readable (chmod +r) or run as its owner") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
 
 
-def parse_json(text: str) -> Any:
-    """`json.loads` whose every failure is a `ValueError` with a short reason."""
+def parse_json(text: str | bytes) -> Any:
+    """`json.loads` whose every failure is a `ValueError` with a short reason.
+
+    orjson reads first (4-5 times faster); whatever it refuses (malformed JSON, but also what
+    `json.loads` accepts and orjson does not: NaN, integers past 64 bits, lone surrogates,
+    deep nesting) goes to `json.loads`, so the value and every message are `json.loads`'s."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
