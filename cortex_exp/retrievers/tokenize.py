@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from itertools import chain
 
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
@@ -40,15 +41,42 @@ def split_identifier(token: str) -> list[str]:
     return [p.lower() for p in parts]
 
 
-def identifier_aware(text: str) -> list[str]:
-    out: list[str] = []
-    for match in _IDENT.finditer(text):
-        token = match.group()
-        parts = split_identifier(token)
-        for part in parts:
-            if part in STOPWORDS or (len(part) == 1 and not part.isdigit()):
-                continue
-            out.append(_stem(part))
-        if len(parts) > 1:
-            out.append(token.lower())
+def word_terms(token: str) -> list[str]:
+    """The terms of one word or identifier `_IDENT` found: its parts, stop-worded and stemmed,
+    then the whole identifier, lower-cased, when it has several parts."""
+    parts = split_identifier(token)
+    out = [_stem(p) for p in parts if p not in STOPWORDS and (len(p) > 1 or p.isdigit())]
+    if len(parts) > 1:
+        out.append(token.lower())
     return out
+
+
+def words(text: str) -> list[str]:
+    """The words and identifiers of `text`, in order (each gives `word_terms`)."""
+    return _IDENT.findall(text)
+
+
+def identifier_aware(text: str) -> list[str]:
+    return [term for token in words(text) for term in word_terms(token)]
+
+
+class TermIds(dict):
+    """White-space piece -> the vocabulary ids of its terms, each distinct piece worked out once;
+    a text's terms are then one look-up per piece (`ids(text)`). A word or identifier `_IDENT`
+    finds never holds white space, so the terms of a text are its pieces' terms one after the
+    other. New terms join `vocab` in order of first appearance, as `vocab.setdefault(term,
+    len(vocab))` over `identifier_aware` of the texts in order would add them."""
+
+    def __init__(self, vocab: dict[str, int]):
+        super().__init__()
+        self.vocab = vocab
+
+    def __missing__(self, piece: str) -> tuple[int, ...]:
+        vocab = self.vocab
+        ids = tuple(vocab.setdefault(term, len(vocab)) for term in identifier_aware(piece))
+        self[piece] = ids
+        return ids
+
+    def ids(self, text: str) -> list[int]:
+        """`[vocab[t] for t in identifier_aware(text)]`, adding new terms to the vocabulary."""
+        return list(chain.from_iterable(map(self.__getitem__, text.split())))
