@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
-import orjson
 
 from cortex_exp.data.document import FIELDS, Document, document_digest
 from cortex_exp.data.files import open_input, parse_json
@@ -181,8 +180,4 @@ class FileDocuments(Sequence):
 
 def _parse(line: bytes) -> Document:
     """A line the first pass found valid, read again."""
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError:  # valid to json.loads only (a lone surrogate, say)
-        obj = parse_json(line.decode("utf-8"))
-    return to_document(obj)
+    return to_document(parse_json(line))

@@ -11,9 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import orjson
-
-from cortex_exp.data.files import open_input, parse_json
+from cortex_exp.data.files import SLOW, fast_json, open_input, parse_json
 from cortex_exp.errors import InputError
 
 MAX_PROBLEMS = 50
@@ -45,10 +43,10 @@ class Problems:
 BLOCK = 1 << 23  # bytes read at a time: a file is never held whole in memory
 
 
-def iter_lines(fh: BinaryIO, block: int = BLOCK) -> Iterator[tuple[int, int, bytes]]:
+def iter_lines(fh: BinaryIO) -> Iterator[tuple[int, int, bytes]]:
     """(line number, byte offset, line without its newline) of every line of `fh`, read in blocks."""
     number, offset, rest = 0, 0, b""
-    while chunk := fh.read(block):
+    while chunk := fh.read(BLOCK):
         lines = (rest + chunk).split(b"\n")
         rest = lines.pop()
         for line in lines:
@@ -61,9 +59,8 @@ def iter_lines(fh: BinaryIO, block: int = BLOCK) -> Iterator[tuple[int, int, byt
 
 def parse_line(line: bytes, number: int, problems: Problems) -> dict[str, Any] | None:
     """The JSON object on one line, or None after recording what is wrong with it."""
-    try:
-        obj = orjson.loads(line)  # the fast path; anything it refuses is read again below
-    except orjson.JSONDecodeError:
+    obj = fast_json(line)  # orjson where it reads as json.loads does
+    if obj is SLOW:
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
