@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -71,23 +70,33 @@ def read_or_fail(path: Path, read: Callable[[], Any]) -> Any:
         raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
 
 
-# an integer orjson would read as a float (past 64 bits: 19 digits or more)
-_LONG_NUMBER, _LONG_NUMBER_BYTES = re.compile(r"[0-9]{19}"), re.compile(rb"[0-9]{19}")
-
-
 SLOW = object()  # what `fast_json` gives when json.loads must read it
 
 
 def fast_json(raw: str | bytes) -> Any:
     """orjson's reading of `raw`, or `SLOW` where it could differ from `json.loads`'s: what
-    orjson refuses (malformed JSON, but also NaN, lone surrogates, deep nesting) and integers
-    of 19 digits or more (orjson reads those past 64 bits as floats; json.loads as integers)."""
-    if (_LONG_NUMBER if isinstance(raw, str) else _LONG_NUMBER_BYTES).search(raw):
-        return SLOW
+    orjson refuses (malformed JSON, but also NaN, lone surrogates, deep nesting), and any value
+    holding a float — orjson reads an integer past 64 bits as a float, json.loads as an integer,
+    and only the text tells them apart (a float is rare in these files: none is valid in a
+    corpus or a golden set)."""
     try:
-        return orjson.loads(raw)
+        value = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return SLOW
+    return SLOW if _holds_float(value) else value
+
+
+def _holds_float(value: Any) -> bool:
+    kind = type(value)
+    if kind is float:
+        return True
+    if kind is not dict and kind is not list:
+        return False
+    items = value.values() if kind is dict else value
+    kinds = set(map(type, items))
+    if float in kinds:
+        return True
+    return (dict in kinds or list in kinds) and any(_holds_float(v) for v in items if type(v) in (dict, list))
 
 
 def parse_json(text: str | bytes) -> Any:
