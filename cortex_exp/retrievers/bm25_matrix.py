@@ -9,10 +9,10 @@ chunk's scores straight into the compressed columns, documents in order within a
 arrays it gives (`data`, `indices`, `indptr`) are bit for bit bm25s's for the same token ids
 (tests/test_bm25_matrix.py), so bm25s scores the queries exactly as it would have.
 
-`add(token_ids, lengths)` takes a chunk: every document's token ids one after the other, and
-each document's count; it keeps only the distinct (document, term) pairs with their
-frequency. `scores(n_vocab)` then computes the document frequencies' idf, the average length,
-and fills the matrix chunk by chunk, freeing each chunk as it goes.
+`add(docs, token_ids, n_docs)` takes a chunk: each token's term id and document; it keeps
+only the distinct (document, term) pairs with their frequency, and each document's length.
+`scores(n_vocab)` then computes the document frequencies' idf, the average length, and fills
+the matrix chunk by chunk, freeing each chunk as it goes.
 """
 
 from __future__ import annotations
@@ -39,13 +39,14 @@ class Bm25Matrix:
         self.chunks: list[_Chunk] = []
         self.df = np.zeros(0, dtype=np.int64)
 
-    def add(self, token_ids: np.ndarray, lengths: np.ndarray) -> None:
-        """One chunk: `token_ids` (int32) of its documents one after the other, `lengths` per document."""
-        lengths = np.asarray(lengths, dtype=np.int64)
-        doc = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
-        pairs, tf = np.unique((doc << 32) | np.asarray(token_ids, dtype=np.int64), return_counts=True)
+    def add(self, docs: np.ndarray, token_ids: np.ndarray, n_docs: int) -> None:
+        """One chunk of `n_docs` documents: every token's term id and its document (0..n_docs-1),
+        in any order — a document's length is its count of tokens."""
+        docs = np.asarray(docs, dtype=np.int64)
+        lengths = np.bincount(docs, minlength=n_docs).astype(np.int64)
+        pairs, tf = np.unique((docs << 32) | np.asarray(token_ids, dtype=np.int64), return_counts=True)
         terms = (pairs & 0xFFFFFFFF).astype(np.int32)
-        per_doc = np.bincount(pairs >> 32, minlength=len(lengths)).astype(np.int64)
+        per_doc = np.bincount(pairs >> 32, minlength=n_docs).astype(np.int64)
         tf = tf.astype(np.uint16 if tf.max(initial=0) < 1 << 16 else np.int64)
         self.chunks.append(_Chunk(terms, tf, per_doc, lengths))
         counts = np.bincount(terms)

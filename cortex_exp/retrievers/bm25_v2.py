@@ -17,7 +17,7 @@ from cortex_exp.data.corpus import Corpus
 from cortex_exp.progress import bar
 from cortex_exp.retrievers.base import EMPTY, Index, Ranking, Retriever, ranking_from_scores
 from cortex_exp.retrievers.bm25_matrix import Bm25Matrix
-from cortex_exp.retrievers.tokenize import TermIds, identifier_aware
+from cortex_exp.retrievers.tokenize import PieceTerms, identifier_aware
 from cortex_exp.settings import check, is_int, is_number
 
 METHODS = ("lucene", "robertson", "atire")  # bm25s variants whose every parameter is k1 and b
@@ -52,7 +52,8 @@ class Bm25V2(Retriever):
 
 class _Bm25V2Index(Index):
     """bm25s scoring the matrix `Bm25Matrix` builds; documents tokenized in one streaming pass
-    over the corpus, in chunks, each distinct word tokenized once (`TermIds`)."""
+    over the corpus, in chunks: each distinct white-space piece tokenized once (`PieceTerms`),
+    a chunk's pieces turned into terms with numpy, the title's repeated `title_weight` times."""
 
     component = "lexical"
 
@@ -62,15 +63,11 @@ class _Bm25V2Index(Index):
         self.ids = corpus.ids
         self.vocab: dict[str, int] = {}
         matrix = Bm25Matrix(spec.k1, spec.b, spec.method)
-        terms = TermIds(self.vocab)
+        pieces = PieceTerms(self.vocab)
         with bar(len(corpus), "indexing lexical (bm25_v2)", "doc") as done:
             for chunk in chunks(corpus.docs, CHUNK):
-                token_ids, lengths = array("i"), []
-                for d in chunk:
-                    ids = terms.ids(d.title) * spec.title_weight + terms.ids(d.text)
-                    token_ids.extend(ids)
-                    lengths.append(len(ids))
-                matrix.add(np.frombuffer(token_ids, dtype=np.int32), lengths)
+                docs, terms = _chunk_terms(pieces, chunk, spec.title_weight)
+                matrix.add(docs, terms, len(chunk))
                 done.update(len(chunk))
         self.model = bm25s.BM25(k1=spec.k1, b=spec.b, method=spec.method)
         self.model.scores = matrix.scores(len(self.vocab))
@@ -87,6 +84,22 @@ class _Bm25V2Index(Index):
             scores = self.model.get_scores(term_ids)
             out.append(ranking_from_scores(self.ids, np.asarray(scores), k))
         return out
+
+
+def _chunk_terms(pieces: PieceTerms, chunk: list, title_weight: int) -> tuple[np.ndarray, np.ndarray]:
+    """(document of each token, term id of each token) of a chunk: titles `title_weight` times."""
+    codes = {"title": array("i"), "text": array("i")}
+    per_doc = {"title": array("i"), "text": array("i")}
+    for d in chunk:  # titles first: the vocabulary grows in the order identifier_aware gives terms
+        per_doc["title"].append(pieces.codes(d.title, codes["title"]))
+        per_doc["text"].append(pieces.codes(d.text, codes["text"]))
+    docs, terms = [], []
+    for field, weight in (("title", title_weight), ("text", 1)):
+        ids, piece = pieces.terms(np.frombuffer(codes[field], dtype=np.int32))
+        doc = np.repeat(np.arange(len(chunk)), np.frombuffer(per_doc[field], dtype=np.int32))[piece]
+        docs += [doc] * weight
+        terms += [ids] * weight
+    return np.concatenate(docs), np.concatenate(terms)
 
 
 def chunks(items: Iterable, size: int) -> Iterator[list]:

@@ -11,9 +11,10 @@ typed (lower-cased) so that an exact `invoice_service.py` still matches exactly.
 from __future__ import annotations
 
 import re
+from array import array
 from functools import lru_cache
-from itertools import chain
 
+import numpy as np
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 
@@ -60,23 +61,44 @@ def identifier_aware(text: str) -> list[str]:
     return [term for token in words(text) for term in word_terms(token)]
 
 
-class TermIds(dict):
-    """White-space piece -> the vocabulary ids of its terms, each distinct piece worked out once;
-    a text's terms are then one look-up per piece (`ids(text)`). A word or identifier `_IDENT`
-    finds never holds white space, so the terms of a text are its pieces' terms one after the
-    other. New terms join `vocab` in order of first appearance, as `vocab.setdefault(term,
-    len(vocab))` over `identifier_aware` of the texts in order would add them."""
+class PieceTerms(dict):
+    """White-space piece -> a code; each distinct piece's terms worked out once
+    (`identifier_aware`) and kept as vocabulary ids in a table, code -> ids. A word or identifier
+    `_IDENT` finds never holds white space, so a text's terms are its pieces' terms one after
+    the other: indexing looks each piece up once (`codes`), then turns a chunk's codes into term
+    ids with numpy (`terms`). New terms join `vocab` in order of first appearance, as
+    `vocab.setdefault(term, len(vocab))` over `identifier_aware` of the texts in order would."""
 
     def __init__(self, vocab: dict[str, int]):
         super().__init__()
         self.vocab = vocab
+        self._counts, self._ids = array("i"), array("i")  # per code: how many terms; all ids, code by code
 
-    def __missing__(self, piece: str) -> tuple[int, ...]:
-        vocab = self.vocab
-        ids = tuple(vocab.setdefault(term, len(vocab)) for term in identifier_aware(piece))
-        self[piece] = ids
-        return ids
+    def __missing__(self, piece: str) -> int:
+        vocab, code = self.vocab, len(self)
+        ids = [vocab.setdefault(term, len(vocab)) for term in identifier_aware(piece)]
+        self._counts.append(len(ids))
+        self._ids.extend(ids)
+        self[piece] = code
+        return code
+
+    def codes(self, text: str, out: array) -> int:
+        """Append the codes of the pieces of `text` to `out`; how many."""
+        before = len(out)
+        out.extend(map(self.__getitem__, text.split()))
+        return len(out) - before
+
+    def terms(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(term ids, position in `codes` of the piece each came from) of these codes, in order."""
+        counts = np.array(self._counts, dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(counts)])[codes]
+        per = counts[codes]
+        within = np.arange(int(per.sum())) - np.repeat(np.cumsum(per) - per, per)
+        ids = np.array(self._ids, dtype=np.int32)
+        return ids[np.repeat(starts, per) + within], np.repeat(np.arange(len(codes)), per)
 
     def ids(self, text: str) -> list[int]:
         """`[vocab[t] for t in identifier_aware(text)]`, adding new terms to the vocabulary."""
-        return list(chain.from_iterable(map(self.__getitem__, text.split())))
+        codes = array("i")
+        self.codes(text, codes)
+        return self.terms(np.frombuffer(codes, dtype=np.int32))[0].tolist()
