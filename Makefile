@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-stamp
 WHEELS := $(wildcard /opt/wheels)
 FIND_LINKS := $(if $(WHEELS),--find-links $(WHEELS),)
 
-.PHONY: run test test-fast test-slow lint postgresql bench clean
+.PHONY: run test test-fast test-slow lint postgresql chromium screenshots bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,14 +34,26 @@ postgresql:
 	  echo "installing PostgreSQL (Debian package postgresql)"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
 
-test: lint postgresql
+# The browser test (tests/test_browser.py) drives Debian's Chromium, headless, through Debian's
+# chromedriver: both installed when this machine lacks either on PATH (never a downloaded driver).
+chromium:
+	@{ command -v chromium && command -v chromedriver; } >/dev/null || { \
+	  command -v apt-get >/dev/null || { echo "Chromium is missing (chromium, chromedriver): install it, then make test" >&2; exit 1; }; \
+	  echo "installing Chromium (Debian packages chromium, chromium-driver)"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
+
+test: lint postgresql chromium
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 test-fast: lint
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" tests
 
-test-slow: $(STAMP) postgresql
+test-slow: $(STAMP) postgresql chromium
 	$(PY) -m pytest -q -p no:cacheprovider -m slow tests
+
+# the README's screenshots (docs/screenshots/), made by the browser test itself
+screenshots: $(STAMP) chromium
+	CORTEX_TEST_ARTIFACTS=$(CURDIR)/docs/screenshots $(PY) -m pytest -q -p no:cacheprovider tests/test_browser.py
 
 bench: $(STAMP)
 	$(PY) bench/run.py

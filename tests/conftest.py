@@ -6,9 +6,14 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# hypothesis keeps a `.hypothesis/` folder in the working directory; tests write nothing into the
+# source tree: it goes to a temporary folder (set before hypothesis is first imported)
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "cortex-hypothesis"))
 
 ROOT = Path(__file__).resolve().parents[1]
 

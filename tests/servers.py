@@ -1,7 +1,7 @@
-"""Real servers for the slow tier: PostgreSQL, an MLflow tracking server, a Ray head. Each listens
-on 127.0.0.1 on a free port, keeps its state in a throw-away folder, and is stopped however the
-test ends (its whole process group, by id). A missing prerequisite fails with what to install;
-nothing here skips."""
+"""Real servers for the slow tier: PostgreSQL, an MLflow tracking server (or `mlflow ui`), a Ray
+head. Each listens on 127.0.0.1 on a free port, keeps its state in a throw-away folder, and is
+stopped however the test ends (its whole process group, by id). A missing prerequisite fails
+with what to install; nothing here skips."""
 
 from __future__ import annotations
 
@@ -75,30 +75,34 @@ def http_ok(url: str) -> bool:
 def mlflow_server(backend_store: str, artifacts: Path, log: Path) -> Iterator[str]:
     """`mlflow server` over `backend_store`, serving the artifacts it keeps under `artifacts`;
     yields its URL, the value each user gives MLFLOW_TRACKING_URI."""
+    with _mlflow("server", backend_store, artifacts, log) as url:
+        yield url
+
+
+@contextmanager
+def mlflow_ui(backend_store: str, artifacts: Path, log: Path) -> Iterator[str]:
+    """`mlflow ui` over `backend_store`, as the README has a user open a store; yields the URL a
+    browser opens. Runs keep their own artifact locations (a folder beside an sqlite database);
+    `artifacts` is where the UI would put uploads, never the working directory."""
+    with _mlflow("ui", backend_store, artifacts, log) as url:
+        yield url
+
+
+@contextmanager
+def _mlflow(command: str, backend_store: str, artifacts: Path, log: Path) -> Iterator[str]:
     port = free_port()
     # the server's job runner (GenAI evaluation jobs) is not used by cortex_exp; off, it starts
     # seven processes fewer and leaves no huey folder in /dev/shm
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    cmd = [
-        str(BIN / "mlflow"),
-        "server",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        "1",
-        "--backend-store-uri",
-        backend_store,
-        "--artifacts-destination",
-        str(artifacts),
-        "--serve-artifacts",
-    ]
+    cmd = [str(BIN / "mlflow"), command, "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
+    cmd += ["--backend-store-uri", backend_store, "--artifacts-destination", str(artifacts), "--serve-artifacts"]
     with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, cwd=log.parent, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_until(lambda: http_ok(url + "/health"), proc, "mlflow server", log, 120)
+        wait_until(lambda: http_ok(url + "/health"), proc, f"mlflow {command}", log, 120)
         yield url
     finally:
         stop(proc, signal.SIGTERM)

@@ -199,7 +199,7 @@ def test_the_comparison_is_findable_from_both_runs(store, capsys):
     for run in (a, b):
         assert f"#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}" in note
         assert run.data.tags[f"compared_in.{comp.info.run_id}"].startswith("as ")
-        assert f"/runs/{comp.info.run_id})" in run.data.tags["mlflow.note.content"]
+        assert f"/runs/{comp.info.run_id}?" in run.data.tags["mlflow.note.content"]
     # `tags.decides = 'true'` finds benchmark runs only, never a comparison
     found = client.search_runs([b.info.experiment_id], "tags.decides = 'true'", max_results=1000)
     assert found and all(r.data.tags.get("kind") != "comparison" for r in found)

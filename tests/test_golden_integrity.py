@@ -22,7 +22,8 @@ def test_a_built_set_verifies_and_its_manifest_agrees_with_its_id(tiny, tmp_path
     loaded = load_golden(tmp_path / "g")
     assert differences(loaded) == []
     assert loaded.manifest["golden_id"] == loaded.golden_id == built.golden_id
-    assert recount(loaded) == {k: built.manifest["counts"][k] for k in ("queries", "projects", "positives", "noise")}
+    counted = ("queries", "projects", "positives", "noise", "manual_positives", "manual_noise")
+    assert recount(loaded) == {k: built.manifest["counts"][k] for k in counted}
 
 
 def test_a_hand_edited_set_names_every_difference_and_rebuild_restores_it(tiny, tmp_path):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import files_overrides, run_cli
+from conftest import build_demo, files_overrides, run_cli
 from fake_encoder import HashedBagEncoder
 from loopback import embedding_server, reference_process
 from mlflow.tracking import MlflowClient
@@ -17,18 +17,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    from cortex_exp.run.prepare import prepare_data
-    from cortex_exp.settings import DataSettings
-
-    root = tmp_path_factory.mktemp("service_e2e")
-    data = DataSettings(
-        corpus=str(root / "data/demo/corpus.jsonl"),
-        golden=str(root / "golden/demo"),
-        serves=str(root / "data/demo/serves.jsonl"),
-        generate=True,
-        seed=7,
-    )
-    prepare_data(data, lambda m: None)
+    root = build_demo(tmp_path_factory.mktemp("service_e2e"))
     embeddings = embedding_server(HashedBagEncoder())
     env = {"CORTEX_CACHE_DIR": str(root / "cache")}  # one embedding cache: nothing is encoded twice
     yield {"root": root, "uri": f"sqlite:///{root}/mlflow.db", "embeddings": embeddings.url, "env": env}

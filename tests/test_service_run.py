@@ -14,7 +14,7 @@ from loopback import Loopback, reference_module, reference_service
 from mlflow.tracking import MlflowClient
 
 from cortex_exp.compare.analysis import compare_runs
-from cortex_exp.compare.cli import build_parser
+from cortex_exp.compare.cli import parse_options
 from cortex_exp.data.corpus import load_corpus
 from cortex_exp.errors import GateRefused
 from cortex_exp.golden.build import build_from_files
@@ -61,7 +61,7 @@ def runs(uri):
 
 def compare(uri, a, b) -> dict:
     client = connect(uri)
-    result, _ = compare_runs(fetch_run(client, a), fetch_run(client, b), build_parser().parse_args([a, b]))
+    result, _ = compare_runs(fetch_run(client, a), fetch_run(client, b), parse_options([a, b]))
     return result
 
 
@@ -124,7 +124,9 @@ def test_a_service_indexing_another_corpus_is_corpus_mismatch(data, tmp_path, ca
         with pytest.raises(GateRefused) as err:
             benchmark.run(service(data, url, listing))
         assert str(err.value).startswith("CORPUS MISMATCH: ") and "new-0" in str(err.value)
-        assert runs(data["uri"]) == []
+        (refused,) = runs(data["uri"])  # found while measuring: the run is open, and ends FAILED
+        assert refused.info.status == "FAILED" and refused.data.tags["refused"] == "corpus_mismatch"
+        assert refused.data.tags["decides"] == "false"
         assert "WARNING: SERVICE CORPUS DIFFERS" in capsys.readouterr().err
         measured = benchmark.run(service(data, url, listing, "gates.max_unknown_share=1"))
     run = MlflowClient(data["uri"]).get_run(measured.run_id)
@@ -154,7 +156,8 @@ def test_a_service_that_fails_after_the_probe_is_down_never_empty(data, tmp_path
     message = str(err.value)
     assert message.startswith("COMPONENT DOWN: service: failed during the run after passing the probe")
     assert "HTTP 503" in message and "(after 3 attempts)" in message
-    assert runs(data["uri"]) == []
+    (refused,) = runs(data["uri"])  # failed while measuring: the run is open, and ends FAILED
+    assert refused.info.status == "FAILED" and refused.data.tags["refused"] == "component_down"
 
 
 def test_allow_degraded_measures_a_down_side_anyway_and_tags_the_run(data, tmp_path):

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 import pytrec_eval
-from conftest import files_overrides, run_cli
+from conftest import build_demo, files_overrides, run_cli
 from mlflow.tracking import MlflowClient
 from ranx import Qrels, Run, evaluate
 
@@ -38,18 +38,7 @@ def read_trec(path, kind):
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
     """One bm25_v2 run on the demo data through the command line: its rows and its run.trec."""
-    from cortex_exp.run.prepare import prepare_data
-    from cortex_exp.settings import DataSettings
-
-    root = tmp_path_factory.mktemp("roundtrip")
-    data = DataSettings(
-        corpus=str(root / "data/demo/corpus.jsonl"),
-        golden=str(root / "golden/demo"),
-        serves=str(root / "data/demo/serves.jsonl"),
-        generate=True,
-        seed=7,
-    )
-    prepare_data(data, lambda m: None)
+    root = build_demo(tmp_path_factory.mktemp("roundtrip"))
     uri = f"sqlite:///{root}/mlflow.db"
     r = run_cli(["cortex_exp", *files_overrides(root, uri), "retriever=bm25_v2"], root)
     assert r.returncode == 0, r.stderr
@@ -82,6 +71,20 @@ def test_pytrec_eval_and_ranx_agree_with_our_per_query_values(demo_run):
         assert [ours[qid][f"noise_at_{k}"] for k in KS] == pytest.approx([values[f"P_{k}"] for k in KS], abs=1e-12)
 
 
+def test_judged_at_k_equals_ir_measures_judged_on_the_demo_run(demo_run):
+    """judged_at_K is ir_measures' Judged@K on the exported qrels (every judged grade, 0 included)."""
+    import ir_measures
+
+    root, rows = demo_run["root"], demo_run["rows"]
+    qrels, run = read_trec(root / "export/qrels.txt", "qrels"), read_trec(demo_run["trec"], "run")
+    measures = [ir_measures.parse_measure(f"Judged@{k}") for k in KS]
+    theirs = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(measures, qrels, run)}
+    ours = {row["qid"]: row for row in rows}
+    assert len(theirs) == len(KS) * len(rows) and any(0 < ours[q]["judged_at_5"] < 1 for q in ours)
+    for (qid, measure), value in theirs.items():
+        assert ours[qid][f"judged_at_{measure.split('@')[1]}"] == pytest.approx(value, abs=1e-12), (qid, measure)
+
+
 def test_the_run_trec_measured_as_a_runfile_reproduces_the_run(demo_run):
     root = demo_run["root"]
     args = ["cortex_exp", *files_overrides(root, demo_run["uri"]), "retriever=runfile"]
@@ -91,7 +94,10 @@ def test_the_run_trec_measured_as_a_runfile_reproduces_the_run(demo_run):
     client = MlflowClient(demo_run["uri"])
     (root / "replay").mkdir()
     rows = [json.loads(x) for x in open(client.download_artifacts(replay, "per_query.jsonl", str(root / "replay")))]
-    assert rows == demo_run["rows"]
+    # every value but the condensed view's, which reads the ranking below `top` (to retriever.depth):
+    # run.trec holds `top` only, so the replay's condensed lists are the judged documents of `top`
+    assert [without_condensed(r) for r in rows] == [without_condensed(r) for r in demo_run["rows"]]
+    assert rows != demo_run["rows"]
     cmp = run_cli(
         ["cortex_exp.compare", demo_run["run_id"], replay, "--json", "--no-log"],
         root,
@@ -100,6 +106,10 @@ def test_the_run_trec_measured_as_a_runfile_reproduces_the_run(demo_run):
     result = json.loads(cmp.stdout)
     assert {(m["diff"], m["verdict"]) for m in result["metrics"].values()} == {(0.0, "indistinguishable")}
     assert any(w.startswith("WARNING: COMPONENTS NOT OBSERVED: run B") for w in result["warnings"])
+
+
+def without_condensed(row: dict) -> dict:
+    return {k: v for k, v in row.items() if not k.startswith("condensed_")}
 
 
 def test_a_broken_ranking_file_gets_the_documented_refusal(demo_run):

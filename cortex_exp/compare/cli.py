@@ -2,9 +2,11 @@
 
 B is the candidate, A the baseline; every difference is B − A, paired by qid. Warnings come
 first (stderr, and in the JSON); `decides` is true only for core against core on the same
-golden set, neither degraded nor stale-overridden. `--sweep PARENT_RUN` instead reads a
-fusion-weight sweep and reports its best weight beside a cross-validated estimate. Unless
-`--no-log`, both leave their result in MLflow, findable from the runs (`compare.record`).
+golden set, neither degraded nor stale-overridden. `BASE C1 C2 ...` (or `BASE --runs-from
+PARENT`) compares many candidates against one baseline at once, corrected across all of them
+(`compare.many`). `--sweep PARENT_RUN` instead reads a fusion-weight sweep and reports its best
+weight beside a cross-validated estimate. Unless `--no-log`, each leaves its result in MLflow,
+findable from the runs (`compare.record`, `compare.many_record`).
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import textwrap
 from pathlib import Path
 
 from cortex_exp import interrupts
-from cortex_exp.compare.analysis import compare_runs
+from cortex_exp.compare.analysis import compare_pair
 from cortex_exp.compare.effect import Effects
+from cortex_exp.compare.judged import DEFAULT_MAX_DROP, max_drop
 from cortex_exp.errors import InputError, run_cli
 from cortex_exp.logs import configure as configure_logging
 from cortex_exp.metrics import higher_is_better
@@ -35,7 +38,17 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m cortex_exp.compare", description=__doc__.split("\n\n")[0])
-    p.add_argument("runs", nargs="*", metavar="RUN", help="RUN_A RUN_B: run id, NAME or latest:NAME")
+    p.add_argument(
+        "runs",
+        nargs="*",
+        metavar="RUN",
+        help="RUN_A RUN_B, or BASE C1 C2 ... (many candidates): run id, NAME or latest:NAME",
+    )
+    p.add_argument(
+        "--runs-from",
+        metavar="PARENT_RUN",
+        help="the candidates are the FINISHED child runs of this multirun (BASE is the one RUN given)",
+    )
     p.add_argument("--json", action="store_true", help="print the docs/interface.md §7 JSON only")
     p.add_argument("--metric", action="append", help="metric to compare (repeatable; default: all)")
     p.add_argument("--ci", choices=CI_KINDS, default="t", help="interval kind (default t)")
@@ -48,6 +61,18 @@ def build_parser() -> argparse.ArgumentParser:
         "(Bonferroni level 1 - 0.05/m) and the verdict still follows the interval",
     )
     p.add_argument("--shared-queries", action="store_true", help="compare on the queries both golden sets share")
+    p.add_argument(
+        "--max-judged-drop",
+        type=max_drop,
+        default=DEFAULT_MAX_DROP,
+        metavar="SHARE",
+        help="WARNING: UNJUDGED when B's judged share at the smallest K is below A's by more than this (default 0.10)",
+    )
+    p.add_argument(
+        "--condensed",
+        action="store_true",
+        help="also report the condensed view (unjudged documents removed before scoring), beside the normal one",
+    )
     p.add_argument(
         "--effect",
         action="append",
@@ -62,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-log", action="store_true", help="do not log the comparison to MLflow")
     p.add_argument("--out", type=Path, help="also keep report.md and diffs.png in this folder")
     p.add_argument("--sweep", metavar="PARENT_RUN", help="analyse a fusion-weight sweep instead")
+    p.set_defaults(effects=Effects())  # what `--effect` parses into (`_main`); the default without it
     return p
 
 
@@ -71,20 +97,21 @@ def run_compare(opts, uri: str) -> None:
 
     client = connect(uri)
     a, b = (fetch_run(client, s, opts.experiment) for s in opts.runs)
-    result, diffs = compare_runs(a, b, opts)
+    pair = compare_pair(a, b, opts)
+    result = pair.result
     for w in result["warnings"]:
         print(w, file=sys.stderr)
     labels = {"a": a.label, "b": b.label, "holm": "yes" if opts.holm else ""}
-    text = json.dumps(result, allow_nan=False) if opts.json else format_table(result, labels)
+    text = json.dumps(result, allow_nan=False) if opts.json else format_table(result, labels, pair.judged)
     print(text, flush=True)
     if opts.no_log and not opts.out:
         return
     with tempfile.TemporaryDirectory(prefix="cortex_compare_") as tmp:
-        files = write_report(result, diffs, labels, opts.out or Path(tmp))
+        files = write_report(result, pair.diffs, labels, opts.out or Path(tmp), pair.judged)
         if not opts.no_log:
             from cortex_exp.compare.record import log_comparison
 
-            run_id = log_comparison(uri, a, b, result, opts, files)
+            run_id = log_comparison(uri, a, b, result, opts, files, pair.judged)
             print(f"comparison_run_id: {run_id}", file=sys.stderr if opts.json else sys.stdout)
 
 
@@ -129,18 +156,48 @@ def run_sweep(opts, uri: str) -> None:
         print(f"logged to the sweep's parent run {parent.run_id}", file=sys.stderr)
 
 
+def parse_options(argv: list[str] | None) -> argparse.Namespace:
+    """The command line as compare uses it: parsed, with `--effect` read into `opts.effects`."""
+    opts = build_parser().parse_args(argv)
+    opts.effects = Effects.parse(opts.effect)
+    return opts
+
+
 def _main(argv: list[str] | None) -> None:
     from cortex_exp.tracking import resolve_uri
 
-    opts = build_parser().parse_args(argv)
+    opts = parse_options(argv)
     configure_logging(verbose=opts.verbose)
-    if opts.sweep and opts.runs:
-        raise InputError("compare: give either RUN_A RUN_B or --sweep PARENT_RUN, not both")
-    if not opts.sweep and len(opts.runs) != 2:
-        raise InputError(f"compare: expected two runs RUN_A RUN_B, got {len(opts.runs)}: {' '.join(opts.runs)}")
-    opts.effects = Effects.parse(opts.effect)
     uri = resolve_uri(opts.tracking_uri)
-    (run_sweep if opts.sweep else run_compare)(opts, uri)
+    form(opts)(opts, uri)
+
+
+def form(opts):
+    """Which comparison the arguments ask for: a sweep, many candidates, or two runs."""
+    if opts.sweep and (opts.runs or opts.runs_from):
+        raise InputError("compare: give either runs or --sweep PARENT_RUN, not both")
+    if opts.sweep:
+        return run_sweep
+    if opts.runs_from:
+        if len(opts.runs) != 1:
+            raise InputError(
+                f"compare --runs-from: expected the baseline BASE as the one run, got {len(opts.runs)}: "
+                f"{' '.join(opts.runs) or 'none'}"
+            )
+        return run_many
+    if len(opts.runs) > 2:
+        return run_many
+    if len(opts.runs) != 2:
+        raise InputError(
+            f"compare: expected two runs RUN_A RUN_B (or BASE C1 C2 ...), got {len(opts.runs)}: {' '.join(opts.runs)}"
+        )
+    return run_compare
+
+
+def run_many(opts, uri: str) -> None:
+    from cortex_exp.compare.many_cli import run_many as many
+
+    many(opts, uri)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,12 +15,12 @@ instead and said so), the standard deviation of the differences, or 1.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cortex_exp.errors import InputError
+from cortex_exp.settings import finite_float
 
 SCALES = ("relative", "sd", "absolute")
 _FORM = re.compile(r"^\s*(?:(?P<metric>[A-Za-z_][\w]*)\s*=\s*)?(?P<size>[0-9.eE+-]+)\s*(?P<unit>%|sd)?\s*$")
@@ -73,7 +73,7 @@ DEFAULT = Effect(0.05, "relative")
 def parse_effect(text: str) -> tuple[str | None, Effect]:
     """`--effect` as typed: `[METRIC=]SIZE`, SIZE `5%`, `0.2sd` or `0.02`; bad input is exit 2."""
     m = _FORM.match(str(text))
-    size = _number(m.group("size")) if m else None
+    size = finite_float(m.group("size")) if m else None
     if size is None or not size > 0:
         raise InputError(
             f"--effect {text!r}: expected [METRIC=]SIZE with SIZE > 0 as 5% (of the baseline mean), "
@@ -83,14 +83,6 @@ def parse_effect(text: str) -> tuple[str | None, Effect]:
     if unit == "%":
         return m.group("metric"), Effect(size / 100.0, "relative")
     return m.group("metric"), Effect(size, "sd" if unit == "sd" else "absolute")
-
-
-def _number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
 
 
 @dataclass(frozen=True)

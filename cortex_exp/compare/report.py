@@ -27,6 +27,12 @@ def _fmt_p(p: float) -> str:
     return f"{p:.2e}" if p < 1e-4 else f"{p:.4f}"
 
 
+CONDENSED_INTRO = (
+    "Condensed view (Sakai 2007): each ranking with the documents not judged for its query removed "
+    "before scoring. It sits beside the view above, never in its place: decides follows the view above."
+)
+
+
 def metric_rows(result: dict) -> list[tuple[str, ...]]:
     rows = []
     for name, m in result["metrics"].items():
@@ -107,6 +113,36 @@ def _header(result: dict, labels: dict[str, str]) -> list[str]:
     return lines
 
 
+def judged_line(judged: dict | None) -> str:
+    """The judged share of both runs (docs/interface.md §7), or that the runs did not log it."""
+    if judged is None:
+        return "judged share: not in both runs' per_query.jsonl (runs made before judged_at_K was logged)"
+    k = judged["k"]
+    return (
+        f"judged@{k} (share of the top {k} the golden set judged): A {judged['mean_a']:.4f}, "
+        f"B {judged['mean_b']:.4f} ({-judged['drop']:+.4f}; --max-judged-drop {judged['max_drop']:g})"
+    )
+
+
+def verdict_changes(result: dict) -> str:
+    """Where the condensed view's verdict differs from the normal view's."""
+    normal, condensed = result["metrics"], result["condensed"]["metrics"]
+    changed = [
+        f"{n} {normal[n]['verdict']} -> {m['verdict']}"
+        for n, m in condensed.items()
+        if m["verdict"] != normal[n]["verdict"]
+    ]
+    return "verdicts the condensed view changes: " + ("; ".join(changed) if changed else "none")
+
+
+def _condensed_lines(result: dict) -> list[str]:
+    if "condensed" not in result:
+        return []
+    view = {"metrics": result["condensed"]["metrics"]}
+    rows = table(COLUMNS, metric_rows(view), left=(COLUMNS.index("verdict"),))
+    return ["", *_wrap([CONDENSED_INTRO]), rows, *_wrap([verdict_changes(result)])]
+
+
 def _decides_line(result: dict) -> str:
     if result["decides"]:
         return "decides: true (both core, same golden set, neither degraded)"
@@ -117,17 +153,19 @@ def _wrap(lines: list[str]) -> list[str]:
     return [w for line in lines for w in (textwrap.wrap(line, WIDTH, subsequent_indent="  ") or [""])]
 
 
-def format_table(result: dict, labels: dict[str, str]) -> str:
-    """The terminal text, no line wider than 100 columns: header, one row per metric, what the
-    sample can see, decides. Every figure unrounded is in the JSON (`--json`) and in MLflow."""
+def format_table(result: dict, labels: dict[str, str], judged: dict | None = None) -> str:
+    """The terminal text, no line wider than 100 columns: header, the judged share, one row per
+    metric (and the condensed view with `--condensed`), what the sample can see, decides. Every
+    figure unrounded is in the JSON (`--json`) and in MLflow."""
     metrics = table(COLUMNS, metric_rows(result), left=(COLUMNS.index("verdict"),))
     power = table(POWER_COLUMNS, power_rows(result), left=(3,))
     return "\n".join(
         [
-            *_wrap(_header(result, labels)),
+            *_wrap(_header(result, labels) + [judged_line(judged)]),
             "",
             metrics,
             *_wrap(_notes(result)[:1]),
+            *_condensed_lines(result),
             "",
             _power_intro(result),
             power,
@@ -138,12 +176,17 @@ def format_table(result: dict, labels: dict[str, str]) -> str:
     )
 
 
-def markdown_report(result: dict, labels: dict[str, str], plot_name: str | None) -> str:
+def markdown_report(result: dict, labels: dict[str, str], plot_name: str | None, judged: dict | None = None) -> str:
     """The same content as the table, as a markdown document for the comparisons run."""
-    out = ["# Paired comparison", "", *(f"- {h}" for h in _header(result, labels)), ""]
+    header = _header(result, labels) + [judged_line(judged)]
+    out = ["# Paired comparison", "", *(f"- {h}" for h in header), ""]
     if result["warnings"]:
         out += ["## Warnings", "", *(f"- `{w}`" for w in result["warnings"]), ""]
     out += ["## Metrics", "", *_pipe_table(COLUMNS, metric_rows(result))]
+    if "condensed" in result:
+        out += ["", "## Condensed view", "", CONDENSED_INTRO, ""]
+        out += [*_pipe_table(COLUMNS, metric_rows({"metrics": result["condensed"]["metrics"]}))]
+        out += ["", verdict_changes(result)]
     out += ["", "## What the sample can see", "", _power_intro(result), ""]
     out += [*_pipe_table(POWER_COLUMNS, power_rows(result)), ""]
     out += [f"- {n}" for n in [POWER_NOTE, *_notes(result)]]
@@ -158,11 +201,11 @@ def _pipe_table(headers: Sequence[str], rows: list[tuple[str, ...]]) -> list[str
     return lines + ["| " + " | ".join(r) + " |" for r in rows]
 
 
-def write_report(result: dict, diffs, labels, folder: Path) -> list[Path]:
+def write_report(result: dict, diffs, labels, folder: Path, judged: dict | None = None) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     png = plot_differences(result, diffs, folder / "diffs.png")
     md = folder / "report.md"
-    md.write_text(markdown_report(result, labels, png.name), encoding="utf-8")
+    md.write_text(markdown_report(result, labels, png.name, judged), encoding="utf-8")
     data = folder / "compare.json"
     data.write_text(json.dumps(result, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     return [md, png, data]

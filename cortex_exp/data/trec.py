@@ -11,13 +11,14 @@ A TREC field cannot hold white space, so an id with white space is refused, neve
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from cortex_exp.data.files import read_input
 from cortex_exp.data.jsonl import Problems
 from cortex_exp.errors import InputError
+from cortex_exp.settings import finite_float
 
 _SPACE = re.compile(r"\s")
 
@@ -59,21 +60,10 @@ def format_qrels(rows: Iterable[tuple[str, str, int]]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def _number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
 def _read_lines(path: Path) -> list[str]:
+    """The lines of a TREC file: a regular, readable, UTF-8 file (else exit 2 naming it)."""
     try:
-        return path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, expected a TREC run file") from None
+        return read_input(path, "a TREC run file").decode("utf-8").splitlines()
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 ({exc})") from None
 
@@ -92,7 +82,7 @@ def read_run(path: Path) -> dict[str, list[tuple[str, float]]]:
             problems.add(number, f"expected 6 columns `qid Q0 docid rank score tag`, got {len(fields)}: {line[:80]!r}")
             continue
         qid, _, doc_id, rank, score, _ = fields
-        value = _number(score)
+        value = finite_float(score)
         if not rank.lstrip("-").isdigit():
             problems.add(number, f"rank (column 4) must be a whole number, got {rank!r}")
         elif value is None:

@@ -1,15 +1,19 @@
-"""`python -m cortex_exp.golden build | rebuild | import-beir | export` (docs/interface.md §1)."""
+"""`python -m cortex_exp.golden build | rebuild | import-beir | export | review | add-judgments | diff`
+(docs/interface.md §1)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import textwrap
 from pathlib import Path
 
 from cortex_exp.errors import run_cli
 from cortex_exp.golden.beir import import_beir
 from cortex_exp.golden.build import build_from_files, rebuild
 from cortex_exp.golden.export import FILES, FORMATS, export
+from cortex_exp.tables import WIDTH
 
 
 def parser() -> argparse.ArgumentParser:
@@ -28,6 +32,25 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("dir", type=Path, help="the golden-set folder")
     e.add_argument("--format", choices=FORMATS, default="trec")
     e.add_argument("--out", required=True, type=Path, help="folder for qrels.txt, queries.tsv, queries.jsonl")
+    v = sub.add_parser("review", help="the unjudged documents one run ranks in its top K and the other does not")
+    v.add_argument("run_a", metavar="RUN_A", help="run id, NAME or latest:NAME (the baseline)")
+    v.add_argument("run_b", metavar="RUN_B", help="run id, NAME or latest:NAME (the candidate)")
+    v.add_argument("--out", required=True, type=Path, help="the file to fill in: .csv for CSV, else JSON lines")
+    v.add_argument("--k", type=int, help="top K (default: the smallest K of judged_at_K)")
+    v.add_argument("--queries", type=int, metavar="N", help="a random sample of N queries (default: all)")
+    v.add_argument("--seed", type=int, default=0, help="seed of --queries' sample (default 0)")
+    v.add_argument("--golden", type=Path, help="the golden set (default: run A's data.golden)")
+    v.add_argument("--corpus", type=Path, help="the corpus (default: run A's data.corpus)")
+    v.add_argument("--tracking-uri", help="default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db")
+    v.add_argument("--experiment", help="where run names are looked up (default cortex_exp, else all)")
+    j = sub.add_parser("add-judgments", help="add a filled review file's verdicts (source: manual)")
+    j.add_argument("dir", type=Path, help="the golden-set folder")
+    j.add_argument("file", type=Path, help="the filled file (JSON lines or CSV: qid, doc_id, verdict)")
+    j.add_argument("--out", type=Path, help="write the new set here instead of in place")
+    d = sub.add_parser("diff", help="what changed between two golden sets")
+    d.add_argument("old", type=Path, help="the older golden-set folder")
+    d.add_argument("new", type=Path, help="the newer golden-set folder")
+    d.add_argument("--json", action="store_true", help="print the changes as JSON")
     return p
 
 
@@ -41,7 +64,68 @@ def summary(golden) -> str:
         "  filters: " + "  ".join(f"{k} {v}" for k, v in f.items()),
         f"  corpus {m['corpus_size']} documents, fingerprint {m['corpus_fingerprint'][:16]}…",
     ]
+    if c.get("manual_positives") or c.get("manual_noise"):
+        lines.append(f"  manual judgments: positives {c['manual_positives']}  noise {c['manual_noise']}")
+    lines += lineage_lines(m.get("lineage"))
     return "\n".join(lines)
+
+
+def lineage_lines(lineage: dict | None) -> list[str]:
+    """What a build that replaced a set says about it (`golden diff OLD NEW` lists it all)."""
+    if not lineage:
+        return []
+    if lineage.get("verified") is False:
+        return [f"  replaces {lineage.get('previous_golden_id')}, which did not verify: nothing carried over"]
+    from cortex_exp.golden.diff import summary as changed
+
+    ch = lineage["changes"]
+    carried = f"; manual judgments carried {ch['manual_carried']}" if "manual_carried" in ch else ""
+    return textwrap.wrap(
+        f"replaces golden_id {lineage['previous_golden_id']} ({lineage['how']}): {changed(ch)}{carried}",
+        WIDTH,
+        initial_indent="  ",
+        subsequent_indent="    ",
+    )
+
+
+def run_review(args) -> None:
+    from cortex_exp.golden.review import review
+
+    rows, golden, k = review(args)
+    queries = len({r["qid"] for r in rows})
+    by_b = sum(r["surfaced_by"] == "B" for r in rows)
+    print(
+        f"review: {len(rows)} unjudged documents in the top {k} of one run only, over {queries} of "
+        f"{len(golden.queries)} queries (B surfaced {by_b}, A {len(rows) - by_b}) -> {args.out}"
+    )
+    print(
+        f"fill the column verdict with positive or noise, then: python -m cortex_exp.golden add-judgments "
+        f"{golden.path} {args.out}",
+        file=sys.stderr,
+    )
+
+
+def run_add_judgments(args) -> None:
+    from cortex_exp.golden.manual import add_judgments
+
+    new, old, read = add_judgments(args.dir, args.file, args.out)
+    print(summary(new))
+    c = new.manifest["counts"]
+    print(
+        f"  added {read['added']} manual judgments ({read['empty']} lines not filled in, {read['alike']} already "
+        f"judged alike); manual in the set: positives {c['manual_positives']}, noise {c['manual_noise']}"
+    )
+    print(f"  golden_id {old.golden_id} -> {new.golden_id}")
+
+
+def run_diff(args) -> None:
+    from cortex_exp.golden.diff import diff
+
+    text, found = diff(args.old, args.new)
+    print(json.dumps(found, ensure_ascii=False) if args.json else text)
+
+
+HANDLERS = {"review": run_review, "add-judgments": run_add_judgments, "diff": run_diff}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "export":
             golden = export(args.dir, args.out, args.format)
             print(f"exported golden set {golden.golden_id} to {args.out}/ ({', '.join(FILES)})")
+            return
+        elif args.command in HANDLERS:
+            HANDLERS[args.command](args)
             return
         else:
             golden = import_beir(args.beir_dir, args.out)

@@ -14,6 +14,7 @@ from cortex_exp.data.files import read_input
 from cortex_exp.data.jsonl import Problems, brief, check_field, iter_jsonl
 from cortex_exp.errors import InputError
 from cortex_exp.golden.filters import FILTERS
+from cortex_exp.golden.lineage import carry_forward
 from cortex_exp.golden.manifest import describe_inputs, make_manifest
 from cortex_exp.golden.store import GoldenSet, Judgment, Query, check_out_dir, write_golden
 
@@ -106,7 +107,7 @@ def read_qrels(path: Path) -> list[tuple[str, str, int]]:
     return rows
 
 
-def import_beir(beir_dir: Path, out_dir: Path, now: datetime | None = None) -> GoldenSet:
+def import_beir(beir_dir: Path, out_dir: Path, now: datetime | None = None, how: str = "import-beir") -> GoldenSet:
     beir_dir, out_dir = Path(beir_dir), Path(out_dir)
     qrels_path = find_qrels(beir_dir)
     inputs = (beir_dir / "corpus.jsonl", beir_dir / "queries.jsonl", qrels_path)
@@ -158,7 +159,7 @@ def import_beir(beir_dir: Path, out_dir: Path, now: datetime | None = None) -> G
         ),
     }
     manifest = make_manifest(corpus, counts, filters, source, now)
-    golden = GoldenSet(queries, judgments, manifest, dict(corpus.hashes))
+    golden = carry_forward(GoldenSet(queries, judgments, manifest, dict(corpus.hashes)), out_dir, how)
     write_golden(golden, out_dir, inputs, extra_outputs=("corpus.jsonl",))
     write_corpus(out_dir / "corpus.jsonl", docs)
     return golden

@@ -8,34 +8,38 @@ from pathlib import Path
 from cortex_exp.data.corpus import load_corpus
 from cortex_exp.data.servelog import load_serves
 from cortex_exp.golden.filters import build_golden
+from cortex_exp.golden.lineage import carry_forward
 from cortex_exp.golden.load import read_manifest
 from cortex_exp.golden.manifest import describe_inputs, source_path
 from cortex_exp.golden.store import GoldenSet, write_golden
 
 
-def build_from_files(corpus_path: Path, serves_path: Path, out_dir: Path, now: datetime | None = None) -> GoldenSet:
-    """Validate both inputs fully before anything is written."""
+def build_from_files(
+    corpus_path: Path, serves_path: Path, out_dir: Path, now: datetime | None = None, how: str = "build"
+) -> GoldenSet:
+    """Validate both inputs fully before anything is written. Over an existing set, its manual
+    judgments are carried and its lineage recorded (`lineage.carry_forward`)."""
     from cortex_exp.golden.store import check_out_dir
 
     check_out_dir(out_dir, (corpus_path, serves_path))
     corpus = load_corpus(corpus_path)
     serves = load_serves(serves_path)
     source = {"kind": "serves", **describe_inputs(corpus=corpus_path, serves=serves_path)}
-    golden = build_golden(corpus, serves, source=source, now=now)
+    golden = carry_forward(build_golden(corpus, serves, source=source, now=now), out_dir, how)
     write_golden(golden, out_dir, inputs=(corpus_path, serves_path))
     return golden
 
 
 def rebuild(golden_dir: Path, now: datetime | None = None) -> GoldenSet:
     """Rebuild in place from the inputs the manifest names (part of every reindex). Reads only
-    the manifest: a set whose files were modified is rebuilt, not refused."""
+    the manifest: a set whose files were modified is rebuilt, not refused (and then carries
+    nothing of it: `lineage`)."""
     from cortex_exp.golden.beir import import_beir
 
     golden_dir = Path(golden_dir)
     manifest = read_manifest(golden_dir)
     source = manifest.get("source")
     if isinstance(source, dict) and source.get("kind") == "beir":
-        return import_beir(source_path(manifest, "beir_dir", golden_dir), golden_dir, now=now)
-    return build_from_files(
-        source_path(manifest, "corpus", golden_dir), source_path(manifest, "serves", golden_dir), golden_dir, now=now
-    )
+        return import_beir(source_path(manifest, "beir_dir", golden_dir), golden_dir, now=now, how="rebuild")
+    corpus, serves = source_path(manifest, "corpus", golden_dir), source_path(manifest, "serves", golden_dir)
+    return build_from_files(corpus, serves, golden_dir, now=now, how="rebuild")

@@ -19,6 +19,7 @@ from cortex_exp.golden.store import (
     LABELS,
     MANIFEST,
     QUERIES,
+    SOURCES,
     GoldenSet,
     Judgment,
     Query,
@@ -73,15 +74,19 @@ def _read_judgments(path: Path, qids: set[str]) -> list[Judgment]:
         ok = check_field(obj, "qid", (str,), problems, line)
         ok &= check_field(obj, "doc_id", (str,), problems, line)
         ok &= check_field(obj, "label", (str,), problems, line)
+        ok &= check_field(obj, "source", (str,), problems, line, required=False)
         if ok and obj["label"] not in LABELS:
             problems.add(line, f"label must be 'positive' or 'noise', got {obj['label']!r}")
+            ok = False
+        if ok and obj.get("source", SOURCES[0]) not in SOURCES:
+            problems.add(line, f"source must be 'manual' (or absent: the serve log), got {obj['source']!r}")
             ok = False
         if ok and obj["qid"] not in qids:
             problems.add(line, f"qid {obj['qid']!r} is not in {QUERIES}")
             ok = False
         if not ok:
             continue
-        judgment = Judgment(obj["qid"], obj["doc_id"], obj["label"])
+        judgment = Judgment(obj["qid"], obj["doc_id"], obj["label"], obj.get("source"))
         problem = judgment_clash(judgment, first, f"line {line}")
         if problem:
             problems.add(line, problem)

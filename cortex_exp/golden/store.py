@@ -19,6 +19,7 @@ QUERIES = "queries.jsonl"
 JUDGMENTS = "judgments.jsonl"
 MANIFEST = "manifest.json"
 LABELS = ("positive", "noise")
+SOURCES = ("manual",)  # a judgment's `source`, when it is not the serve log
 CORPUS_HASHES = "corpus_hashes.json"
 KNOWN_BIAS = (
     "Only documents that were served have a label: a relevant document the system "
@@ -42,9 +43,11 @@ class Judgment:
     qid: str
     doc_id: str
     label: str  # one of LABELS
+    source: str | None = None  # None: from the serve log; "manual": added by a person (golden add-judgments)
 
     def as_json(self) -> dict:
-        return {"qid": self.qid, "doc_id": self.doc_id, "label": self.label}
+        out = {"qid": self.qid, "doc_id": self.doc_id, "label": self.label}
+        return out if self.source is None else {**out, "source": self.source}
 
 
 @dataclass

@@ -19,13 +19,20 @@ from cortex_exp.golden.store import GOLDEN_ID, MANIFEST, GoldenSet, rebuild_comm
 PREFIX = "GOLDEN SET MODIFIED"
 
 
+OPTIONAL_COUNTS = ("manual_positives", "manual_noise")  # absent from a manifest: 0
+
+
 def recount(golden: GoldenSet) -> dict[str, int]:
-    """The manifest counts the files themselves say (`wrong`, `serves` are not in the files)."""
+    """The manifest counts the files themselves say (`wrong`, `serves` are not in the files):
+    positives and noise count every judgment, `manual_*` those a person added."""
+    manual = [j for j in golden.judgments if j.source == "manual"]
     return {
         "queries": len(golden.queries),
         "projects": len({q.project for q in golden.queries if q.project is not None}),
         "positives": sum(j.label == "positive" for j in golden.judgments),
         "noise": sum(j.label == "noise" for j in golden.judgments),
+        "manual_positives": sum(j.label == "positive" for j in manual),
+        "manual_noise": sum(j.label == "noise" for j in manual),
     }
 
 
@@ -57,10 +64,11 @@ def _count_differences(golden: GoldenSet) -> list[str]:
     counts = golden.manifest.get("counts")
     if not isinstance(counts, dict):
         return [f"{MANIFEST} has no 'counts' object"]
+    stored = {name: counts.get(name, 0 if name in OPTIONAL_COUNTS else None) for name in recount(golden)}
     return [
-        f"{MANIFEST} counts.{name} is {str(counts.get(name))[:20]}, the files hold {value}"
+        f"{MANIFEST} counts.{name} is {str(stored[name])[:20]}, the files hold {value}"
         for name, value in recount(golden).items()
-        if counts.get(name) != value or isinstance(counts.get(name), bool)
+        if stored[name] != value or isinstance(stored[name], bool)
     ]
 
 

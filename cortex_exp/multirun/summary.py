@@ -10,7 +10,8 @@ from cortex_exp.metrics import higher_is_better, sort_key
 from cortex_exp.rows import ROWS
 from cortex_exp.tables import WIDTH, table
 
-NOT_SHOWN = ("silent_share", "n_queries", "setup_seconds")  # not quality metrics
+# not quality metrics, or another view of them (the judged share, the condensed view: in MLflow)
+NOT_SHOWN = ("silent_share", "n_queries", "setup_seconds", "judged_at_", "condensed_")
 
 
 def summary(children: list[dict], primary: str | None) -> str:

@@ -185,7 +185,7 @@ def measure(settings: RunSettings, row: RowSpec, ready: Prepared) -> Measured:
         golden.noise(),
         settings.ks,
     )
-    means = metrics.mean_scores(per_query, metrics.metric_names(settings.ks))
+    means = metrics.mean_scores(per_query, metrics.logged_names(settings.ks))
     health = {**ready.health, "components_observed": ranked_by.observed}
     indexes = ready.indexes
     provenance = {n: i.provenance() for n, i in indexes.items() if callable(getattr(i, "provenance", None))}

@@ -147,4 +147,5 @@ def summary_table(settings: RunSettings, row: RowSpec, means: dict, n: int, degr
     title = f"{row.name}/{settings.retriever.name}  ({n} queries)"
     if degraded:
         title = gates.degraded_banner(degraded) + "\n" + title
-    return table(["metric", "value"], [[m, means[m]] for m in metrics.metric_names(settings.ks)], title=title)
+    shown = metrics.metric_names(settings.ks) + metrics.judged_names(settings.ks)  # the condensed view: in MLflow
+    return table(["metric", "value"], [[m, means[m]] for m in shown], title=title)

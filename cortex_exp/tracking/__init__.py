@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from cortex_exp.tracking.experiment import view_link
+from cortex_exp.tracking.experiment import UI_WORKFLOW, view_link
 from cortex_exp.tracking.lifecycle import NOTE, append_note
 from cortex_exp.tracking.parents import child_runs, end_run, end_running_children, start_parent
 from cortex_exp.tracking.runlog import RunLog
@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_URI",
     "NOTE",
     "RunLog",
+    "UI_WORKFLOW",
     "append_note",
     "attach",
     "check_reachable",
@@ -72,5 +73,6 @@ def experiment_name(uri: str, experiment_id: str) -> str:
 
 
 def run_link(experiment_id: str, run_id: str) -> str:
-    """A link to a run that works in a description shown by the MLflow UI."""
-    return f"#/experiments/{experiment_id}/runs/{run_id}"
+    """A link to a run that works in a description shown by the MLflow UI, and opens the run in
+    the UI's "Model training" pages (`experiment.UI_WORKFLOW`)."""
+    return f"#/experiments/{experiment_id}/runs/{run_id}?{UI_WORKFLOW}"

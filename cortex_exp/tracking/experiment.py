@@ -1,14 +1,19 @@
 """The experiment as `mlflow ui` shows it (docs/interface.md §6 "The experiment").
 
-MLflow 3 opens an experiment on its GenAI pages (traces, an assistant) unless the experiment tag
-`mlflow.experimentKind` says otherwise; the UI's accepted values are `genai_development`,
-`custom_model_development` (shown as "Machine learning", whose landing tab is the runs table),
-their `_inferred` forms, `no_inferred_type`, `finetuning`, `regression`, `classification`,
-`forecasting` and `automl`. So the experiment is created `custom_model_development`, with a
-description (the experiment's note) that says what it holds and how to read `decides`, and
-with saved views of the runs table — the columns a user needs, one click away: a view is an
-experiment tag `mlflow.sharedViewState.<key>` that the UI lists under its views menu and opens
-from a link `#/experiments/<id>/runs?viewStateShareKey=<key>`.
+MLflow 3.17's UI shows every experiment in one of two sets of pages, chosen by a switch in its
+sidebar ("GenAI" / "Model training", kept in the browser's local storage, GenAI until the user
+picks the other) or by the parameter `workflowType=machine_learning` of a link: GenAI opens an
+experiment on its traces overview, "Model training" on its runs table. The experiment tag
+`mlflow.experimentKind` does not choose them in 3.17 (mlflow/mlflow#24498, seen in a browser by
+tests/test_browser.py). So every link written here carries `UI_WORKFLOW`, and the experiment is
+still created `custom_model_development` ("Machine learning": the kind a UI that reads the tag
+opens on its runs), with a description (the experiment's note) that says what it holds and how
+to read `decides`, and with saved views of the runs table — the columns a user needs, one click
+away: a view is an experiment tag `mlflow.sharedViewState.<key>` that the UI lists under its
+views menu and opens from a link `#/experiments/<id>/runs?viewStateShareKey=<key>`. The views of
+benchmark runs are ordered by run name: the UI nests a multirun's jobs under their parent (shown
+folded) only when runs are ordered by start time, so these views list every job on a row of its
+own.
 """
 
 from __future__ import annotations
@@ -23,32 +28,38 @@ KIND = "custom_model_development"
 NOTE = "mlflow.note.content"
 VIEW_PREFIX = "mlflow.sharedViewState."
 PRIMARY_TAG = "mlflow.experiment.primaryMetric.name"
+UI_WORKFLOW = "workflowType=machine_learning"  # the UI's "Model training" pages (module docstring)
+BY_NAME = ("tags.`mlflow.runName`", True)  # the UI's "Sort: Run Name", ascending
+BY_START = ("attributes.start_time", False)  # the UI's "Sort: Created", newest first
+SHOWN = ("ndcg_at_10", "mrr")  # shown after the primary metric, whichever run created the experiment
 
 
 def _cols(kind: str, names) -> list[str]:
     return [f"{kind}.`{n}`" for n in names]
 
 
-def views(metrics: list[str]) -> dict[str, tuple[str, str, list[str]]]:
-    """key -> (name, runs filter, columns) of the saved views; `metrics` are the primary ones."""
+def views(metrics: list[str]) -> dict[str, tuple[str, str, list[str], tuple[str, bool]]]:
+    """key -> (name, runs filter, columns, order) of the saved views; `metrics` are the primary ones
+    (the primary first), followed by `SHOWN`."""
+    metrics = list(dict.fromkeys([*metrics, *SHOWN]))
     run_cols = _cols("tags", ["row", "retriever", "decides", "degraded"]) + _cols("params", ["retriever.fusion.weight"])
     run_cols += _cols("metrics", [*metrics, "n_queries"]) + _cols("attributes", ["Duration", "Dataset"])
     verdicts = _cols("tags", ["run_a_name", "run_b_name", "comparison_decides"])
     verdicts += _cols("tags", [f"verdict.{m}" for m in metrics]) + _cols("metrics", [f"diff_{m}" for m in metrics])
     return {
-        "cortex-benchmark": ("cortex_exp: benchmark runs", "tags.kind = 'benchmark'", run_cols),
-        "cortex-decides": ("cortex_exp: runs that decide", "tags.decides = 'true'", run_cols),
-        "cortex-comparisons": ("cortex_exp: comparisons", "tags.kind = 'comparison'", verdicts),
+        "cortex-benchmark": ("cortex_exp: benchmark runs", "tags.kind = 'benchmark'", run_cols, BY_NAME),
+        "cortex-decides": ("cortex_exp: runs that decide", "tags.decides = 'true'", run_cols, BY_NAME),
+        "cortex-comparisons": ("cortex_exp: comparisons", "tags.kind = 'comparison'", verdicts, BY_START),
     }
 
 
 def view_link(experiment_id: str, key: str) -> str:
-    return f"#/experiments/{experiment_id}/runs?viewStateShareKey={key}"
+    return f"#/experiments/{experiment_id}/runs?viewStateShareKey={key}&{UI_WORKFLOW}"
 
 
 def description(experiment_id: str, metrics: list[str]) -> str:
     """The experiment's note: what it holds, how to read `decides`, its views."""
-    links = " · ".join(f"[{name}]({view_link(experiment_id, key)})" for key, (name, _, _) in views(metrics).items())
+    links = " · ".join(f"[{name}]({view_link(experiment_id, key)})" for key, (name, *_) in views(metrics).items())
     return (
         "**cortex_exp**: does a change to the retrieval system really make it better?\n\n"
         "- **Benchmark runs** (`kind=benchmark`): one row × one retriever on a golden set, named "
@@ -63,17 +74,15 @@ def description(experiment_id: str, metrics: list[str]) -> str:
         "decide: row `core` (blind to the verdicts), FINISHED, not degraded, no gate overridden. "
         "The other rows learn from the same verdicts as the golden set and are reference only; a "
         "comparison decides only when both of its runs do and they share a golden set.\n\n"
-        f"Views: {links}"
+        f"Views: {links}\n\n"
+        "The runs are in MLflow's *Model training* pages, where these links lead: when the UI shows "
+        "traces and an overview instead, choose **Model training** in the switch at the top of its "
+        "sidebar (the browser remembers it)."
     )
 
 
-def _view_tag(name: str, search: str, columns: list[str]) -> str:
-    state = {
-        "searchFilter": search,
-        "orderByKey": "attributes.start_time",
-        "orderByAsc": False,
-        "selectedColumns": columns,
-    }
+def _view_tag(name: str, search: str, columns: list[str], order: tuple[str, bool]) -> str:
+    state = {"searchFilter": search, "orderByKey": order[0], "orderByAsc": order[1], "selectedColumns": columns}
     stamp = int(time.time() * 1000)
     return json.dumps({"name": name, "createdAt": stamp, "updatedAt": stamp, "state": json.dumps(state)})
 

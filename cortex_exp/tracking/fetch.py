@@ -39,6 +39,14 @@ class RunRecord:
     per_query: list[dict[str, Any]] = field(default_factory=list)
     fingerprint: dict[str, Any] | None = None
 
+    @classmethod
+    def of(cls, run) -> RunRecord:
+        """The tags and params of an MLflow run (its artifacts are read apart)."""
+        info, data = run.info, run.data
+        return cls(
+            info.run_id, info.run_name or "", info.status, info.experiment_id, dict(data.tags), dict(data.params)
+        )
+
     def tag(self, key: str, default: str = "") -> str:
         return self.tags.get(key, default)
 
@@ -188,14 +196,7 @@ def parse_per_query(text: str, where: str) -> list[dict[str, Any]]:
 
 def load_run(client, run, with_fingerprint: bool = True) -> RunRecord:
     """Tags, params and artifacts of one MLflow run; exit 2 when it has no per_query.jsonl."""
-    record = RunRecord(
-        run.info.run_id,
-        run.info.run_name or "",
-        run.info.status,
-        run.info.experiment_id,
-        dict(run.data.tags),
-        dict(run.data.params),
-    )
+    record = RunRecord.of(run)
     text = _read_artifact(client, run, "per_query.jsonl")
     if text is None:
         raise InputError(
@@ -216,14 +217,7 @@ def fetch_run(client, selector: str, experiment: str | None = None) -> RunRecord
 def fetch_sweep(client, selector: str, experiment: str | None = None) -> tuple[RunRecord, list[RunRecord]]:
     """The parent run of a sweep (tags and params only) and its FINISHED children, oldest first."""
     parent = find_run(client, selector, experiment)
-    record = RunRecord(
-        parent.info.run_id,
-        parent.info.run_name or "",
-        parent.info.status,
-        parent.info.experiment_id,
-        dict(parent.data.tags),
-        dict(parent.data.params),
-    )
+    record = RunRecord.of(parent)
     children = client.search_runs(
         [record.experiment_id],
         filter_string=f"tags.mlflow.parentRunId = '{record.run_id}' and attributes.status = 'FINISHED'",

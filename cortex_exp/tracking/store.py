@@ -74,8 +74,14 @@ def creation_lock(uri: str) -> Iterator[None]:
         yield
         return
     db.parent.mkdir(parents=True, exist_ok=True)
-    with open(db.with_name(db.name + ".lock"), "a") as handle:
+    with open(db.with_name(db.name + ".lock"), "ab", buffering=0) as handle:  # unbuffered: no write pending
         fcntl.flock(handle, fcntl.LOCK_EX)
+        if handle.tell() == 0:  # say what the file is to whoever finds it beside the database
+            try:
+                line = f"lock of {db.name}: cortex_exp serializes MLflow's store set-up across processes\n"
+                handle.write(line.encode())
+            except OSError:  # a full disk: the lock holds without its line; the store's own write reports it
+                pass
         try:
             yield
         finally:

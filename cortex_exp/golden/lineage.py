@@ -1,0 +1,133 @@
+"""A golden set that grows, with its history (docs/interface.md §3 "Lineage").
+
+Every build into a folder that already holds a golden set (`golden rebuild`, `build --out` over a
+set, `import-beir` again, `add-judgments`) records in the new manifest's `lineage` which set it
+replaces (`previous_golden_id`, `previous_built_at`), how (`how`) and what changed (`changes`):
+queries added and dropped, verdicts changed, positives retired (their document left the corpus),
+judgments added and dropped on the queries both sets hold, and the manual judgments carried over.
+
+Manual judgments (`source: manual`, `golden add-judgments`) are a person's work: a rebuild from
+the serve log carries each into the new set while its query is still there, its document still
+in the corpus, and the serve log has not judged that pair itself (then the serve log's verdict
+stands, and the manual one is counted as superseded). A previous set that does not verify is
+not trusted for anything: its manual judgments are not carried, and the lineage says why.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from cortex_exp.errors import InputError
+from cortex_exp.golden.load import load_golden, read_manifest
+from cortex_exp.golden.store import GOLDEN_ID, MANIFEST, GoldenSet, Judgment
+from cortex_exp.golden.verify import recount
+
+COUNTED = ("positives", "noise", "manual_positives", "manual_noise")
+
+
+def changes(old: GoldenSet, new: GoldenSet) -> dict:
+    """What differs from `old` to `new`, by query and by (query, document)."""
+    old_q, new_q = {q.qid for q in old.queries}, {q.qid for q in new.queries}
+    old_j = {(j.qid, j.doc_id): j for j in old.judgments}
+    new_j = {(j.qid, j.doc_id): j for j in new.judgments}
+    both = old_q & new_q
+    changed = [
+        {"qid": q, "doc_id": d, "from": old_j[q, d].label, "to": new_j[q, d].label}
+        for q, d in sorted(old_j.keys() & new_j.keys())
+        if old_j[q, d].label != new_j[q, d].label
+    ]
+    corpus = new.corpus_hashes
+    retired = [
+        {"qid": q, "doc_id": d}
+        for (q, d), j in sorted(old_j.items())
+        if j.label == "positive" and corpus and d not in corpus
+    ]
+    return {
+        "queries_added": sorted(new_q - old_q),
+        "queries_dropped": sorted(old_q - new_q),
+        "verdicts_changed": changed,
+        "positives_retired": retired,
+        "judgments_added": sum(q in both for q, _ in new_j.keys() - old_j.keys()),
+        "judgments_dropped": sum(q in both for q, _ in old_j.keys() - new_j.keys()),
+    }
+
+
+def record(old: GoldenSet, new: GoldenSet, how: str, **extra) -> dict:
+    """The `lineage` of `new`, which replaces `old`."""
+    return {
+        "previous_golden_id": old.golden_id,
+        "previous_built_at": old.manifest.get("built_at"),
+        "how": how,
+        "changes": {**changes(old, new), **extra},
+    }
+
+
+def read_previous(folder: Path) -> tuple[GoldenSet | None, str | None]:
+    """The set a build is about to replace, verified: (set, None); (None, why) when it does not
+    load or verify; (None, None) when the folder holds no golden set."""
+    folder = Path(folder)
+    if not (folder / MANIFEST).is_file():
+        return None, None
+    try:
+        return load_golden(folder), None
+    except InputError as exc:
+        return None, str(exc).splitlines()[0]
+
+
+def _stored_id(folder: Path) -> str | None:
+    try:
+        stored = read_manifest(folder).get("golden_id")
+    except InputError:
+        stored = None
+    if stored is None and (folder / GOLDEN_ID).is_file():
+        stored = (folder / GOLDEN_ID).read_text(encoding="utf-8", errors="replace").strip()[:40]
+    return stored if isinstance(stored, str) else None
+
+
+def carry_manual(new: GoldenSet, old: GoldenSet) -> tuple[GoldenSet, dict[str, int]]:
+    """`new` with `old`'s manual judgments that still apply; how many were carried and dropped."""
+    qids, judged = {q.qid for q in new.queries}, {(j.qid, j.doc_id) for j in new.judgments}
+    corpus = new.corpus_hashes
+    carried: list[Judgment] = []
+    counts = {"manual_carried": 0, "manual_superseded": 0, "manual_dropped": 0}
+    for j in (j for j in old.judgments if j.source == "manual"):
+        if j.qid not in qids or (corpus and j.doc_id not in corpus):
+            counts["manual_dropped"] += 1
+        elif (j.qid, j.doc_id) in judged:
+            counts["manual_superseded"] += 1
+        else:
+            carried.append(j)
+            counts["manual_carried"] += 1
+    judgments = sorted(new.judgments + carried, key=lambda j: (j.qid, j.doc_id))
+    return GoldenSet(new.queries, judgments, new.manifest, new.corpus_hashes, new.path), counts
+
+
+def update_counts(golden: GoldenSet) -> GoldenSet:
+    """The manifest's judgment counts from the judgments themselves (manual ones counted apart)."""
+    found = recount(golden)
+    golden.manifest["counts"] = {**golden.manifest.get("counts", {}), **{k: found[k] for k in COUNTED}}
+    return golden
+
+
+def carry_forward(new: GoldenSet, folder: Path, how: str) -> GoldenSet:
+    """`new`, about to be written into `folder`: the previous set's manual judgments carried, the
+    counts updated, and the lineage recorded when `folder` held a set."""
+    folder = Path(folder)
+    old, why = read_previous(folder)
+    if old is None and why is None:
+        return update_counts(new)
+    if old is None:
+        print(
+            f"WARNING: PREVIOUS SET NOT VERIFIED: {folder}: {why}; the rebuilt set carries none of its "
+            "manual judgments and its lineage records no changes",
+            file=sys.stderr,
+            flush=True,
+        )
+        new.manifest["lineage"] = {"previous_golden_id": _stored_id(folder), "how": how, "verified": False}
+        new.manifest["lineage"]["why"] = why
+        return update_counts(new)
+    new, carried = carry_manual(new, old)
+    update_counts(new)
+    new.manifest["lineage"] = record(old, new, how, **carried)
+    return new

@@ -1,0 +1,130 @@
+"""`python -m cortex_exp.golden add-judgments GOLDEN_DIR FILE`: a person's verdicts into the
+golden set (docs/interface.md §3 "Manual judgments").
+
+FILE is what `golden review` wrote, filled in: JSON lines, or CSV (by its first character: `{`
+is JSON lines), each with at least `qid`, `doc_id` and `verdict` — `positive`, `noise`, or empty
+(not judged yet: skipped). Every line is checked before anything is written (exit 2 naming
+`file:line`): the query must be in the set, the document in the corpus it was built on, a pair
+judged once in the file, and a pair the set already judges must carry the same label (it is
+then skipped: one judgment per query and document). The new judgments get `source: manual`;
+the manifest counts them apart (`counts.manual_positives`, `counts.manual_noise`), lists the
+file in `manual`, and records the lineage; the set gets a new golden_id, so runs measured on
+the old one no longer pair with runs on the new one unless `compare --shared-queries`.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+from datetime import UTC, datetime
+from pathlib import Path
+
+from cortex_exp.data.files import read_input
+from cortex_exp.data.jsonl import Problems, check_field, iter_jsonl
+from cortex_exp.errors import InputError
+from cortex_exp.golden.lineage import record, update_counts
+from cortex_exp.golden.load import load_golden
+from cortex_exp.golden.manifest import sha256_file
+from cortex_exp.golden.store import LABELS, GoldenSet, Judgment, judgment_clash, write_golden
+
+REQUIRED = ("qid", "doc_id", "verdict")
+
+
+def read_rows(path: Path, problems: Problems):
+    """(line, {field: value}) of a JSON-lines or CSV file."""
+    raw = read_input(Path(path), "a file of verdicts (JSON lines or CSV)")
+    if raw.lstrip()[:1] == b"{":
+        yield from iter_jsonl(path, problems)
+        return
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 (byte {exc.start}); save the file as UTF-8") from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    missing = [f for f in REQUIRED if f not in (reader.fieldnames or [])]
+    if missing:
+        raise InputError(f"{path}:1: the CSV header has no column {', '.join(missing)} (needs {', '.join(REQUIRED)})")
+    for row in reader:
+        yield reader.line_num, {k: v for k, v in row.items() if k is not None}
+
+
+def _verdict(obj: dict, problems: Problems, line: int) -> str | None:
+    """The label a line gives, "" when it is not filled in, None when it is wrong."""
+    value = obj.get("verdict")
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return ""
+    if isinstance(value, str) and value.strip().lower() in LABELS:
+        return value.strip().lower()
+    problems.add(line, f"verdict must be 'positive', 'noise' or empty (not judged), got {str(value)[:40]!r}")
+    return None
+
+
+def read_verdicts(path: Path, golden: GoldenSet) -> tuple[list[Judgment], int, int]:
+    """The new manual judgments of `path`; how many lines were not filled in, and how many the set
+    already judged alike. Every problem at once, nothing written (exit 2)."""
+    problems, first = Problems(path), {}
+    qids, existing = {q.qid for q in golden.queries}, {(j.qid, j.doc_id): j for j in golden.judgments}
+    new, empty, alike = [], 0, 0
+    for line, obj in read_rows(path, problems):
+        ok = all([check_field(obj, f, (str,), problems, line) for f in ("qid", "doc_id")])
+        label = _verdict(obj, problems, line)
+        if not ok or label is None:
+            continue
+        if label == "":
+            empty += 1
+            continue
+        qid, doc = obj["qid"], obj["doc_id"]
+        if qid not in qids:
+            problems.add(line, f"qid {qid!r} is not in the golden set {golden.path}")
+            continue
+        if golden.corpus_hashes and doc not in golden.corpus_hashes:
+            problems.add(line, f"document {doc!r} is not in the corpus the golden set was built on")
+            continue
+        judgment = Judgment(qid, doc, label, "manual")
+        clash = judgment_clash(judgment, first, f"line {line}")
+        if clash:
+            problems.add(line, clash)
+        elif (qid, doc) in existing and existing[qid, doc].label != label:
+            had = existing[qid, doc]
+            problems.add(
+                line,
+                f"{doc!r} is already judged {had.label} for qid {qid!r} in the golden set "
+                f"({'by hand' if had.source == 'manual' else 'from the serve log'}); "
+                "one judgment per query and document",
+            )
+        elif (qid, doc) in existing:
+            alike += 1
+        else:
+            new.append(judgment)
+    problems.raise_if_any("the verdicts")
+    return new, empty, alike
+
+
+def add_judgments(golden_dir: Path, path: Path, out_dir: Path | None = None, now: datetime | None = None):
+    """The golden set with `path`'s verdicts added, written to `out_dir` (default: in place);
+    (the new set, the old set, what was read)."""
+    old = load_golden(golden_dir)
+    new_judgments, empty, alike = read_verdicts(Path(path), old)
+    if not new_judgments:
+        raise InputError(
+            f"{path}: no new verdict to add ({empty} line(s) not filled in, {alike} the set already judges alike); "
+            "fill the column verdict with positive or noise"
+        )
+    judgments = sorted(old.judgments + new_judgments, key=lambda j: (j.qid, j.doc_id))
+    new = GoldenSet(old.queries, judgments, _copy(old.manifest), dict(old.corpus_hashes))
+    update_counts(new)
+    now = (now or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    entry = {"file": str(Path(path).resolve()), "sha256": sha256_file(Path(path)), "added_at": now}
+    entry["positives"] = sum(j.label == "positive" for j in new_judgments)
+    entry["noise"] = sum(j.label == "noise" for j in new_judgments)
+    new.manifest["manual"] = [*old.manifest.get("manual", []), entry]
+    new.manifest["lineage"] = record(old, new, "add-judgments")
+    write_golden(new, Path(out_dir or golden_dir))
+    return new, old, {"added": len(new_judgments), "empty": empty, "alike": alike}
+
+
+def _copy(manifest: dict) -> dict:
+    out = copy.deepcopy(manifest)
+    out.pop("golden_id", None)
+    return out
