@@ -106,7 +106,8 @@ def test_the_table_fits_and_the_comparison_run_holds_it_and_the_plot(store, caps
     assert set(stored) == MANY_KEYS and len(stored["candidates"]) == 3
     for key in ("base", "v2", "hy", "gb"):
         run = client.get_run(runs[key])
-        assert f"compared_in.{comp_id}" in run.data.tags and f"/runs/{comp_id}?workflowType=machine_learning)" in run.data.tags["mlflow.note.content"]
+        assert f"compared_in.{comp_id}" in run.data.tags
+        assert f"/runs/{comp_id}?workflowType=machine_learning)" in run.data.tags["mlflow.note.content"]
 
 
 def test_runs_from_a_multirun_takes_its_children_as_candidates(store, capsys):
