@@ -14,7 +14,7 @@ SCRIPTS = [
     "compare_speed.py",
     "service_speed.py",
     "encoder_backends.py",  # issue 14: torch vs ONNX on SciFact
-    "scale.py",  # issue 14: 10k/100k/1M synthetic documents (the longest: about 15 minutes on 2 cores)
+    "scale.py",  # issue 14: 10k/100k/1M synthetic documents (the longest: 15-20 minutes on 2 cores)
 ]
 
 if __name__ == "__main__":
