@@ -7,7 +7,15 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["retrieval_speed.py", "sweep_speed.py", "rows_speed.py", "compare_speed.py", "service_speed.py"]
+SCRIPTS = [
+    "retrieval_speed.py",
+    "sweep_speed.py",
+    "rows_speed.py",
+    "compare_speed.py",
+    "service_speed.py",
+    "encoder_backends.py",  # issue 14: torch vs ONNX on SciFact
+    "scale.py",  # issue 14: 10k/100k/1M synthetic documents (the longest: 15-20 minutes on 2 cores)
+]
 
 if __name__ == "__main__":
     failed = []

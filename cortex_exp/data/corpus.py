@@ -3,45 +3,46 @@
 A document's hash is the sha256 of the canonical JSON (sorted keys, UTF-8, no spaces) of all
 its fields, `always_served` filled with its default. The corpus fingerprint is the sha256 of
 the sorted `id:hash` lines joined by newlines, so it does not depend on line order.
+
+A corpus loaded from a file is read in one streaming pass that validates every line and
+hashes every document; it then holds per document only its id, its hash (32 bytes) and where
+its line lies in the file (`corpus_file.FileDocuments`): `docs` reads documents back from the
+file when they are asked for, one at a time or in one streaming pass. A corpus built from
+`Document` objects (tests, the demo generator, an import) holds them in a list. Both answer
+the same questions the same way.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from json.encoder import encode_basestring
 from pathlib import Path
 
-from cortex_exp.data.jsonl import Problems, check_field, iter_jsonl
+import numpy as np
+
+from cortex_exp.data.corpus_file import FileDocuments, read_documents
+from cortex_exp.data.document import FIELDS, Document, canonical_json, document_digest, document_hash
 from cortex_exp.errors import InputError
 
-FIELDS = ("id", "title", "text", "project", "kind", "always_served")
+__all__ = [
+    "FIELDS",
+    "Corpus",
+    "CorpusDiff",
+    "Document",
+    "canonical_json",
+    "diff_hashes",
+    "document_hash",
+    "fingerprint_of",
+    "load_corpus",
+    "record_json",
+    "write_corpus",
+]
 
 
-@dataclass(frozen=True)
-class Document:
-    id: str
-    title: str
-    text: str
-    project: str | None
-    kind: str
-    always_served: bool = False
-
-    @property
-    def content(self) -> str:
-        """Title and text, the way every retriever indexes them."""
-        return f"{self.title}\n{self.text}" if self.title else self.text
-
-    def as_json(self) -> dict:
-        return asdict(self)
-
-
-def document_hash(doc: Document) -> str:
-    canonical = json.dumps(doc.as_json(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-def fingerprint_of(hashes: dict[str, str]) -> str:
+def fingerprint_of(hashes: Mapping[str, str]) -> str:
     lines = "\n".join(f"{doc_id}:{h}" for doc_id, h in sorted(hashes.items()))
     return hashlib.sha256(lines.encode("utf-8")).hexdigest()
 
@@ -60,7 +61,7 @@ class CorpusDiff:
         return f"{len(self.added)} added, {len(self.removed)} removed, {len(self.changed)} changed"
 
 
-def diff_hashes(old: dict[str, str], new: dict[str, str]) -> CorpusDiff:
+def diff_hashes(old: Mapping[str, str], new: Mapping[str, str]) -> CorpusDiff:
     """Documents added, removed or changed (same id, other hash) going from `old` to `new`."""
     return CorpusDiff(
         added=tuple(sorted(set(new) - set(old))),
@@ -69,61 +70,129 @@ def diff_hashes(old: dict[str, str], new: dict[str, str]) -> CorpusDiff:
     )
 
 
-class Corpus:
-    """Documents in file order, indexed by id, with their hashes and fingerprint."""
+class Hashes(Mapping):
+    """Document id -> hash (hex) of a corpus, computed from its raw digests when asked."""
 
-    def __init__(self, docs: list[Document], path: Path | None = None):
-        if not docs:
-            raise InputError(f"{path or 'corpus'}: the corpus is empty; nothing to search")
-        self.docs = docs
-        self.path = path
-        self.by_id = {d.id: d for d in docs}
-        self.hashes = {d.id: document_hash(d) for d in docs}
-        self.fingerprint = fingerprint_of(self.hashes)
-        self.always_served = frozenset(d.id for d in docs if d.always_served)
+    def __init__(self, rows: Mapping[str, int], digests: np.ndarray):
+        self._rows, self._digests = rows, digests
+
+    def __getitem__(self, doc_id: str) -> str:
+        return self._digests[self._rows[doc_id]].tobytes().hex()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
 
     def __len__(self) -> int:
-        return len(self.docs)
+        return len(self._rows)
+
+    def __contains__(self, doc_id) -> bool:
+        return doc_id in self._rows
+
+
+class ById(Mapping):
+    """Document id -> `Document`, read from the corpus's documents when asked."""
+
+    def __init__(self, rows: Mapping[str, int], docs: Sequence[Document]):
+        self._rows, self._docs = rows, docs
+
+    def __getitem__(self, doc_id: str) -> Document:
+        return self._docs[self._rows[doc_id]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, doc_id) -> bool:
+        return doc_id in self._rows
+
+
+class Corpus:
+    """Documents in file order, indexed by id, with their hashes and fingerprint.
+
+    `ids` (file order), `docs` (a sequence of `Document`), `by_id`, `hashes` (id -> hex),
+    `fingerprint`, `always_served` (the ids flagged), `path`."""
+
+    def __init__(self, docs: Sequence[Document], path: Path | None = None):
+        docs = list(docs)
+        digests = np.frombuffer(b"".join(document_digest(d) for d in docs), dtype=np.uint8).reshape(len(docs), 32)
+        self._hold(docs, [d.id for d in docs], digests, frozenset(d.id for d in docs if d.always_served), path)
+
+    @classmethod
+    def stored(cls, docs: FileDocuments, ids: list[str], digests: np.ndarray, always_served: Iterable[str], path: Path):
+        """A corpus whose documents stay in their file (`load_corpus`)."""
+        corpus = cls.__new__(cls)
+        corpus._hold(docs, ids, digests, frozenset(always_served), path)
+        return corpus
+
+    def _hold(self, docs, ids: list[str], digests: np.ndarray, always_served: frozenset, path) -> None:
+        if not ids:
+            raise InputError(f"{path or 'corpus'}: the corpus is empty; nothing to search")
+        self.docs = docs
+        self.ids = ids
+        self.path = path
+        self._rows = {doc_id: row for row, doc_id in enumerate(ids)}
+        self._digests = digests
+        self.by_id = ById(self._rows, docs)
+        self.hashes = Hashes(self._rows, digests)
+        self.always_served = always_served
+        self.fingerprint = self._fingerprint()
+
+    def _sorted_rows(self) -> list[int]:
+        return sorted(range(len(self.ids)), key=self.ids.__getitem__)
+
+    def _id_hash_lines(self) -> Iterator[tuple[str, str]]:
+        """(id, hex hash) of every document, ids sorted."""
+        hexes = self._digests.tobytes().hex()
+        for row in self._sorted_rows():
+            yield self.ids[row], hexes[64 * row : 64 * row + 64]
+
+    def _fingerprint(self) -> str:
+        """`fingerprint_of(self.hashes)`, hashed in batches of lines."""
+        h, batch, sep = hashlib.sha256(), [], ""
+        for doc_id, hexed in self._id_hash_lines():
+            batch.append(f"{doc_id}:{hexed}")
+            if len(batch) == 65536:
+                h.update((sep + "\n".join(batch)).encode("utf-8"))
+                batch, sep = [], "\n"
+        if batch:
+            h.update((sep + "\n".join(batch)).encode("utf-8"))
+        return h.hexdigest()
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
     def __contains__(self, doc_id: str) -> bool:
-        return doc_id in self.by_id
+        return doc_id in self._rows
 
     def fingerprint_record(self) -> dict:
         """What a run logs as `corpus_fingerprint.json`."""
-        return {"fingerprint": self.fingerprint, "size": len(self), "documents": dict(sorted(self.hashes.items()))}
+        return {"fingerprint": self.fingerprint, "size": len(self), "documents": dict(self._id_hash_lines())}
+
+    def fingerprint_json(self, extra: dict | None = None) -> str:
+        """`fingerprint_record()` (and `extra` after it) as the JSON text a run logs, indented
+        by 2 — the characters `json.dumps(..., indent=2, ensure_ascii=False)` writes, written
+        without building the record (a million documents' hashes take a second, not twenty)."""
+        return record_json({"fingerprint": self.fingerprint, "size": len(self)}, self._id_hash_lines(), extra)
+
+
+def record_json(head: dict, documents: Iterable[tuple[str, str]], extra: dict | None = None) -> str:
+    """`json.dumps({**head, "documents": dict(documents), **extra}, indent=2, ensure_ascii=False) + "\\n"`,
+    the documents written line by line."""
+    mark = "\x00documents\x00"
+    text = json.dumps({**head, "documents": mark, **(extra or {})}, indent=2, ensure_ascii=False) + "\n"
+    lines = ",\n".join(f"    {encode_basestring(doc_id)}: {encode_basestring(h)}" for doc_id, h in documents)
+    block = "{\n" + lines + "\n  }" if lines else "{}"
+    return text.replace(json.dumps(mark), block, 1)
 
 
 def load_corpus(path: Path) -> Corpus:
-    """Load and validate `corpus.jsonl`; raise `InputError` listing every problem."""
+    """Load and validate `corpus.jsonl` in one streaming pass; raise `InputError` listing every
+    problem. The documents stay in the file: the corpus holds their ids, hashes and places."""
     path = Path(path)
-    problems = Problems(path)
-    docs: list[Document] = []
-    first_line: dict[str, int] = {}
-    for line, obj in iter_jsonl(path, problems):
-        ok = check_field(obj, "id", (str,), problems, line)
-        if ok and not obj["id"]:
-            problems.add(line, "field 'id' is empty")
-            ok = False
-        ok &= check_field(obj, "title", (str,), problems, line)
-        ok &= check_field(obj, "text", (str,), problems, line)
-        ok &= check_field(obj, "project", (str, type(None)), problems, line)
-        ok &= check_field(obj, "kind", (str,), problems, line)
-        ok &= check_field(obj, "always_served", (bool,), problems, line, required=False)
-        unknown = sorted(set(obj) - set(FIELDS))
-        if unknown:
-            problems.add(line, f"unknown field(s) {', '.join(map(repr, unknown))}")
-            ok = False
-        if not ok:
-            continue
-        if obj["id"] in first_line:
-            problems.add(line, f"duplicate document id {obj['id']!r} (first on line {first_line[obj['id']]})")
-            continue
-        first_line[obj["id"]] = line
-        docs.append(
-            Document(obj["id"], obj["title"], obj["text"], obj["project"], obj["kind"], obj.get("always_served", False))
-        )
-    problems.raise_if_any("the corpus")
-    return Corpus(docs, path)
+    docs, ids, digests, always = read_documents(path)
+    return Corpus.stored(docs, ids, digests, always, path)
 
 
 def write_corpus(path: Path, docs) -> None:

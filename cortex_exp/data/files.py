@@ -11,8 +11,11 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
+
+import orjson
 
 from cortex_exp.errors import InputError
 
@@ -47,18 +50,63 @@ def check_regular(path: Path, what: str = "a file") -> Path:
 
 def read_input(path: Path, what: str = "a file") -> bytes:
     """The bytes of the regular file `path`; `InputError` for anything else."""
+    with open_input(path, what) as fh:
+        return read_or_fail(path, fh.read)
+
+
+def open_input(path: Path, what: str = "a file") -> BinaryIO:
+    """The regular file `path` opened for reading in binary; `InputError` for anything else."""
     path = check_regular(path, what)
+    return read_or_fail(path, lambda: open(path, "rb"))
+
+
+def read_or_fail(path: Path, read: Callable[[], Any]) -> Any:
+    """`read()`, its `OSError` an `InputError` naming `path`."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        return read()
     except PermissionError:
         raise InputError(f"{path}: permission denied; make it readable (chmod +r) or run as its owner") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
 
 
-def parse_json(text: str) -> Any:
-    """`json.loads` whose every failure is a `ValueError` with a short reason."""
+SLOW = object()  # what `fast_json` gives when json.loads must read it
+
+
+def fast_json(raw: str | bytes) -> Any:
+    """orjson's reading of `raw`, or `SLOW` where it could differ from `json.loads`'s: what
+    orjson refuses (malformed JSON, but also NaN, lone surrogates, deep nesting), and any value
+    holding a float — orjson reads an integer past 64 bits as a float, json.loads as an integer,
+    and only the text tells them apart (a float is rare in these files: none is valid in a
+    corpus or a golden set)."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return SLOW
+    return SLOW if _holds_float(value) else value
+
+
+def _holds_float(value: Any) -> bool:
+    kind = type(value)
+    if kind is float:
+        return True
+    if kind is not dict and kind is not list:
+        return False
+    items = value.values() if kind is dict else value
+    kinds = set(map(type, items))
+    if float in kinds:
+        return True
+    return (dict in kinds or list in kinds) and any(_holds_float(v) for v in items if type(v) in (dict, list))
+
+
+def parse_json(text: str | bytes) -> Any:
+    """`json.loads` whose every failure is a `ValueError` with a short reason. orjson reads
+    first, 4-5 times faster, where it reads as `json.loads` does (`fast_json`)."""
+    value = fast_json(text)
+    if value is not SLOW:
+        return value
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from cortex_exp.data.files import parse_json, read_input
+from cortex_exp.data.files import SLOW, fast_json, open_input, parse_json
 from cortex_exp.errors import InputError
 
 MAX_PROBLEMS = 50
@@ -40,25 +40,66 @@ class Problems:
         raise InputError(f"{self.path}: {n} problem(s) in {what}; nothing was written", self.items + extra)
 
 
-def iter_jsonl(path: Path, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) for every well-formed, non-blank line; record the rest."""
-    raw = read_input(Path(path), "a .jsonl file")
-    for number, line in enumerate(raw.split(b"\n"), start=1):
-        if not line.strip():
-            continue
+BLOCK = 1 << 23  # bytes read at a time: a file is never held whole in memory
+
+
+def iter_lines(fh: BinaryIO) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset, line without its newline) of every line of `fh`, read in blocks."""
+    number, offset, rest = 0, 0, b""
+    while chunk := fh.read(BLOCK):
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            number += 1
+            yield number, offset, line
+            offset += len(line) + 1
+    if rest:
+        yield number + 1, offset, rest
+
+
+def parse_line(line: bytes, number: int, problems: Problems) -> dict[str, Any] | None:
+    """The JSON object on one line, or None after recording what is wrong with it."""
+    obj = fast_json(line)  # orjson where it reads as json.loads does
+    if obj is SLOW:
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
             problems.add(number, f"not UTF-8: byte 0x{line[exc.start]:02x} at column {exc.start + 1}")
-            continue
+            return None
         try:
             obj = parse_json(text)
         except ValueError as exc:
             problems.add(number, str(exc))
-            continue
-        if not isinstance(obj, dict):
-            problems.add(number, f"expected a JSON object, got {type(obj).__name__}")
-            continue
+            return None
+    if not isinstance(obj, dict):
+        problems.add(number, f"expected a JSON object, got {type(obj).__name__}")
+        return None
+    return obj
+
+
+def iter_jsonl_at(path: Path, problems: Problems) -> Iterator[tuple[int, int, int, dict[str, Any]]]:
+    """(line number, byte offset, byte length, object) of every well-formed, non-blank line, in
+    one streaming pass; the rest recorded in `problems`."""
+    with open_input(Path(path), "a .jsonl file") as fh:
+        for number, offset, line in _read_lines(Path(path), fh):
+            if not line.strip():
+                continue
+            obj = parse_line(line, number, problems)
+            if obj is not None:
+                yield number, offset, len(line), obj
+
+
+def _read_lines(path: Path, fh: BinaryIO) -> Iterator[tuple[int, int, bytes]]:
+    """`iter_lines`, a failing read an `InputError` naming `path`."""
+    try:
+        yield from iter_lines(fh)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+
+
+def iter_jsonl(path: Path, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for every well-formed, non-blank line; record the rest."""
+    for number, _, _, obj in iter_jsonl_at(path, problems):
         yield number, obj
 
 

@@ -175,7 +175,7 @@ class UnreadableCorpus(Corpus):
     def _fail(self, *args):
         raise OSError("check_retriever: this corpus cannot be read (on purpose)")
 
-    docs = by_id = hashes = fingerprint = always_served = property(_fail)
+    docs = ids = by_id = hashes = fingerprint = always_served = property(_fail)
     __len__ = __iter__ = __contains__ = _fail
 
 

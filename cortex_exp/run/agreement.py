@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from cortex_exp.data.corpus import Corpus, diff_hashes, fingerprint_of
+from cortex_exp.data.corpus import Corpus, diff_hashes, fingerprint_of, record_json
 from cortex_exp.errors import ComponentError, GateRefused
 from cortex_exp.retrievers.base import Ranking
 from cortex_exp.run.gates import pct
@@ -40,9 +40,19 @@ class Listing:
             "fingerprint": self.fingerprint,
             "size": len(self),
             "documents": dict(sorted(self.hashes.items())),
+            **self._about(),
+        }
+
+    def _about(self) -> dict:
+        return {
             "source": self.source,
             "corpus_file": {"path": str(self.corpus_file.path), "fingerprint": self.corpus_file.fingerprint},
         }
+
+    def fingerprint_json(self, extra: dict | None = None) -> str:
+        """`fingerprint_record()` (and `extra`) as the JSON text a run logs (`Corpus.fingerprint_json`)."""
+        head = {"fingerprint": self.fingerprint, "size": len(self)}
+        return record_json(head, sorted(self.hashes.items()), {**self._about(), **(extra or {})})
 
 
 def corpus_in_use(settings: RunSettings, corpus: Corpus, degraded: list[str]) -> tuple[Corpus | Listing, list[str]]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from cortex_exp.data.corpus import Corpus, CorpusDiff, diff_hashes
+from cortex_exp.data.corpus import Corpus, CorpusDiff, diff_hashes, fingerprint_of
 from cortex_exp.errors import GateRefused, InputError
 from cortex_exp.golden.store import MANIFEST, GoldenSet, rebuild_command
 from cortex_exp.settings import GateSettings
@@ -148,7 +148,9 @@ def corpus_drift(golden: GoldenSet, corpus: Corpus, settings: GateSettings) -> D
     if not golden.corpus_hashes:
         return _fingerprint_drift(golden, corpus, settings)
     size = _size_at_build(golden)
-    diff = diff_hashes(golden.corpus_hashes, corpus.hashes)
+    # the same fingerprint is the same documents: a million ids need not be compared one by one
+    same = fingerprint_of(golden.corpus_hashes) == corpus.fingerprint
+    diff = CorpusDiff((), (), ()) if same else diff_hashes(golden.corpus_hashes, corpus.hashes)
     share = _share(diff.total, size)
     moved = share > settings.max_corpus_drift
     message = None

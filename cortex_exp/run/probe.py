@@ -25,13 +25,16 @@ documents fails.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import threading
 import time
-from collections import Counter
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+
+import numpy as np
 
 from cortex_exp.data.corpus import Corpus, Document
 from cortex_exp.errors import InputError
@@ -39,7 +42,7 @@ from cortex_exp.retrievers.base import Index, KeyedIndex, SystemIndex
 
 TEXT_WORDS = 8
 MIN_FOUND_SHARE = 1.0  # docs/interface.md §5: each probe document must come back in the top 10
-_WORD = re.compile(r"\w+")
+_TWO_WORDS = re.compile(r"\w\W+\w")  # at least two words (runs of \w)
 
 
 @dataclass(frozen=True)
@@ -70,35 +73,47 @@ def probe_text(doc: Document) -> str:
     return " ".join(doc.text.split()[:TEXT_WORDS])
 
 
-def _tier(doc: Document, text: str, uses: Counter) -> int:
-    specific = len(_WORD.findall(text)) >= 2 and uses[text.casefold()] == 1
-    return (0 if specific else 2) + (1 if doc.always_served else 0)
-
-
-def _spread(pool: list, r: int) -> list:
+def _spread(pool: Sequence, r: int) -> list:
     """r items evenly spread over `pool` (the middle of each of r equal slices)."""
     if r >= len(pool):
         return list(pool)
     return [pool[(2 * i + 1) * len(pool) // (2 * r)] for i in range(r)]
 
 
-def probe_queries(corpus: Corpus, n: int = 5) -> list[ProbeQuery]:
-    """Up to n known-answer queries, best tier first, each tier spread over the corpus."""
-    texts = [(doc, probe_text(doc)) for doc in corpus.docs]
-    texts = [(doc, text) for doc, text in texts if text]
-    if not texts:
+def _text_key(text: str) -> bytes:
+    """What tells two probe texts apart: a 128-bit digest of the case-folded text (a million
+    titles are counted in 16 MB, not in a Counter of strings)."""
+    return hashlib.blake2b(text.casefold().encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _tiers(corpus: Corpus) -> tuple[np.ndarray, np.ndarray]:
+    """(position in the corpus, tier) of every document with a probe text, in corpus order.
+    Tier: 0 a specific text (two words or more, no other document's), 2 not; +1 always served."""
+    rows, keys, flags = array("q"), bytearray(), bytearray()
+    for row, doc in enumerate(corpus.docs):
+        text = probe_text(doc)
+        if text:
+            rows.append(row)
+            keys += _text_key(text)
+            flags.append((2 if _TWO_WORDS.search(text) else 0) + (1 if doc.always_served else 0))
+    if not rows:
         where = corpus.path or "the corpus"
         raise InputError(f"{where}: no document has a title or text, so no probe query can be built")
-    uses = Counter(text.casefold() for _, text in texts)
-    tiers: dict[int, list] = {}
-    for doc, text in texts:
-        tiers.setdefault(_tier(doc, text, uses), []).append(ProbeQuery(doc.id, text))
-    chosen: list[ProbeQuery] = []
-    for tier in sorted(tiers):
-        chosen += _spread(tiers[tier], n - len(chosen))
+    _, which, uses = np.unique(np.frombuffer(bytes(keys), dtype="V16"), return_inverse=True, return_counts=True)
+    flags_arr = np.frombuffer(bytes(flags), dtype=np.uint8)
+    specific = (flags_arr & 2 > 0) & (uses[which] == 1)
+    return np.frombuffer(rows, dtype=np.int64), np.where(specific, 0, 2) + (flags_arr & 1)
+
+
+def probe_queries(corpus: Corpus, n: int = 5) -> list[ProbeQuery]:
+    """Up to n known-answer queries, best tier first, each tier spread over the corpus."""
+    rows, tiers = _tiers(corpus)
+    chosen: list[int] = []
+    for tier in sorted(set(tiers.tolist())):
+        chosen += _spread(rows[tiers == tier].tolist(), n - len(chosen))
         if len(chosen) >= n:
             break
-    return chosen
+    return [ProbeQuery(doc.id, probe_text(doc)) for doc in (corpus.docs[row] for row in chosen)]
 
 
 def _call_with_deadline(fn, timeout_s: float):

@@ -74,7 +74,32 @@ def rank_components(
         ranked.components[name] = measure_anyway(
             settings, name, lambda k=key, c=compute, a=about: _cached(settings, k, c, a, len(texts)), len(texts)
         )
+        ranked.figures.update(approximation(settings, name, index, texts, ranked.components[name]))
     return ranked
+
+
+def approximation(
+    settings: RunSettings, name: str, index: Index, texts: list[str], rankings: list[Ranking]
+) -> dict[str, float]:
+    """An approximate index (the dense side's IVF or HNSW) measured against exact search on the
+    run's own queries and rankings (cached ones too): metrics `index_recall_at_<depth>_<name>`
+    (the share of the exact top `depth` it found) and `index_recall_queries_<name>`."""
+    check = getattr(index, "recall_against_exact", None)
+    if not callable(check) or not any(len(r) for r in rankings):
+        return {}
+    depth = settings.retriever.depth
+    try:
+        found = check(texts, rankings, depth)
+    except ComponentError as exc:
+        failed_during_run(settings, name, exc)
+        return {}
+    if found is None:
+        return {}
+    log(
+        f"{name}: the {found['kind']} index found {100 * found['recall']:.1f}% of the exact top {depth} "
+        f"(a flat index's) on {found['queries']} of {found['of']} queries"
+    )
+    return {f"index_recall_at_{depth}_{name}": found["recall"], f"index_recall_queries_{name}": float(found["queries"])}
 
 
 def _answer(index: Index, name: str, texts: list[str], qids: list[str], depth: int) -> Answer:
@@ -185,13 +210,18 @@ def measure_anyway(settings: RunSettings, name: str, compute: Callable[[], list[
     try:
         return compute()
     except ComponentError as exc:
-        if not settings.gates.allow_degraded:
-            raise GateRefused(
-                f"COMPONENT DOWN: {name}: failed during the run after passing the probe: {exc}\n"
-                "The MLflow run ends FAILED (tag refused). To measure anyway pass gates.allow_degraded=true."
-            ) from exc
-        log(f"{name} failed during the run ({exc}); measured as returning nothing (gates.allow_degraded=true)")
+        failed_during_run(settings, name, exc)
         return [EMPTY] * n
+
+
+def failed_during_run(settings: RunSettings, name: str, exc: ComponentError) -> None:
+    """COMPONENT DOWN (a GateRefused), or under gates.allow_degraded a line saying so."""
+    if not settings.gates.allow_degraded:
+        raise GateRefused(
+            f"COMPONENT DOWN: {name}: failed during the run after passing the probe: {exc}\n"
+            "The MLflow run ends FAILED (tag refused). To measure anyway pass gates.allow_degraded=true."
+        ) from exc
+    log(f"{name} failed during the run ({exc}); measured as returning nothing (gates.allow_degraded=true)")
 
 
 def combine(settings: RunSettings, rankings: dict[str, list[Ranking]]) -> list[Ranking]:

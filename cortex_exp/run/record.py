@@ -123,7 +123,7 @@ def log_results(mlrun, settings: RunSettings, row: RowSpec, corpus: Corpus, gold
         mlrun.log_text("run.trec", trec)
     notes = notes + ([note] if note else [])
     rankings = {"rankings": measured.provenance} if measured.provenance else {}
-    mlrun.log_json("corpus_fingerprint.json", {**corpus.fingerprint_record(), **rankings})
+    mlrun.log_text("corpus_fingerprint.json", corpus.fingerprint_json(rankings))  # = log_json of the record
     mlrun.log_json("golden_manifest.json", golden.manifest)
     mlrun.log_text("config.yaml", settings.config_yaml)
     mlrun.log_json("health.json", measured.health)

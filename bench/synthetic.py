@@ -1,0 +1,120 @@
+"""A seeded synthetic BEIR collection for the scale bench: Zipfian words, planted relevance.
+
+    .venv/bin/python bench/synthetic.py OUT_DIR --docs 1000000 [--queries 5000] [--seed 14]
+
+Writes OUT_DIR/corpus.jsonl, queries.jsonl and qrels/test.tsv (BEIR's format; import it with
+`python -m cortex_exp.golden import-beir OUT_DIR --out GOLDEN_DIR`).
+
+- Vocabulary: VOCAB pronounceable pseudo-words (syllables), none a stop word, drawn with
+  Zipf-Mandelbrot probabilities ~ 1 / (rank + 2.7) ** 1.07.
+- A document: 70..130 body words (mean 100) and a title of 4..7 words from the rarer part of
+  the vocabulary (rank >= TITLE_MIN_RANK), so that a title is a specific known-answer query.
+- A query: a target document's three rarest body words plus two common words. Its relevant
+  documents are the target and a partner document into which two of those rare words are
+  planted (they replace its first two words); one random other document is judged noise.
+Everything follows from the seed: the same arguments write the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+VOCAB = 200_000
+TITLE_MIN_RANK = 2_000
+COMMON = 200
+_ONSETS = ["b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z", "br", "tr", "st"]
+_VOWELS = ["a", "e", "i", "o", "u", "ai", "ou"]
+
+
+def vocabulary(rng: np.random.Generator, size: int = VOCAB) -> np.ndarray:
+    """`size` distinct pseudo-words of 2..4 syllables (no stop word: every one has >= 4 letters)."""
+    words: dict[str, None] = {}
+    while len(words) < size:
+        n = size - len(words)
+        syllables = rng.integers(2, 5, n)
+        onsets = rng.integers(0, len(_ONSETS), (n, 4))
+        vowels = rng.integers(0, len(_VOWELS), (n, 4))
+        for i in range(n):
+            word = "".join(_ONSETS[onsets[i, j]] + _VOWELS[vowels[i, j]] for j in range(syllables[i]))
+            words.setdefault(word, None)
+    return np.array(list(words)[:size], dtype=object)
+
+
+def zipf_cdf(size: int, s: float = 1.07, q: float = 2.7) -> np.ndarray:
+    p = 1.0 / (np.arange(size) + q) ** s
+    return np.cumsum(p / p.sum())
+
+
+def draw(rng: np.random.Generator, cdf: np.ndarray, n: int, low: int = 0) -> np.ndarray:
+    """n word ranks from the Zipf distribution, restricted to ranks >= low."""
+    start = cdf[low - 1] if low else 0.0
+    u = start + rng.random(n) * (1.0 - start)
+    return np.minimum(np.searchsorted(cdf, u), len(cdf) - 1).astype(np.int32)
+
+
+def bodies(rng: np.random.Generator, cdf: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
+    """(word ranks of every body, one after the other; offsets, n_docs + 1)."""
+    lengths = rng.integers(70, 131, n_docs)
+    offsets = np.zeros(n_docs + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return draw(rng, cdf, int(offsets[-1])), offsets
+
+
+def plant_queries(rng, cdf, words, offsets, n_queries: int) -> list[tuple[list[int], int, int, int]]:
+    """(query word ranks, target, partner, noise document) per query; plants the rare words."""
+    n_docs = len(offsets) - 1
+    picks = rng.choice(n_docs, size=(n_queries, 3), replace=n_queries * 3 > n_docs)
+    queries = []
+    for target, partner, noise in picks.tolist():
+        body = words[offsets[target] : offsets[target + 1]]
+        rare = [int(w) for w in np.unique(body)[-3:]]
+        words[offsets[partner] : offsets[partner] + 2] = rare[-2:]
+        common = draw(rng, cdf[:COMMON] / cdf[COMMON - 1], 2).tolist()
+        queries.append((rare + common, target, partner, noise))
+    return queries
+
+
+def write_collection(out: Path, n_docs: int, n_queries: int, seed: int = 14) -> None:
+    rng = np.random.default_rng(seed)
+    vocab = vocabulary(rng)
+    cdf = zipf_cdf(len(vocab))
+    words, offsets = bodies(rng, cdf, n_docs)
+    queries = plant_queries(rng, cdf, words, offsets, n_queries)
+    title_lengths = rng.integers(4, 8, n_docs)
+    titles = draw(rng, cdf, int(title_lengths.sum()), TITLE_MIN_RANK)
+    title_offsets = np.concatenate([[0], np.cumsum(title_lengths)])
+    (out / "qrels").mkdir(parents=True, exist_ok=True)
+    with (out / "corpus.jsonl").open("w", encoding="utf-8") as fh:
+        for i in range(n_docs):
+            title = " ".join(vocab[titles[title_offsets[i] : title_offsets[i + 1]]].tolist())
+            text = " ".join(vocab[words[offsets[i] : offsets[i + 1]]].tolist())
+            fh.write(json.dumps({"_id": f"d{i}", "title": title, "text": text}) + "\n")
+    with (out / "queries.jsonl").open("w", encoding="utf-8") as fh, (out / "qrels" / "test.tsv").open("w") as qrels:
+        qrels.write("query-id\tcorpus-id\tscore\n")
+        for q, (ranks, target, partner, noise) in enumerate(queries):
+            order = rng.permutation(len(ranks))
+            fh.write(json.dumps({"_id": f"q{q}", "text": " ".join(vocab[[ranks[i] for i in order]].tolist())}) + "\n")
+            judged = {f"d{target}": 1, f"d{partner}": 1}
+            judged.setdefault(f"d{noise}", 0)
+            qrels.writelines(f"q{q}\t{doc}\t{score}\n" for doc, score in judged.items())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--docs", type=int, required=True)
+    ap.add_argument("--queries", type=int, default=5000)
+    ap.add_argument("--seed", type=int, default=14)
+    args = ap.parse_args(argv)
+    write_collection(args.out, args.docs, args.queries, args.seed)
+    print(f"wrote {args.docs} documents and {args.queries} queries to {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""A corpus file read in one streaming pass, its documents left where they lie.
+
+`read_documents` validates every line of `corpus.jsonl` (docs/interface.md §3), hashes every
+document, and keeps per document its id, its raw sha256 and the place of its line (offset,
+length). `FileDocuments` gives the documents back from the file: one by position (a read at
+its offset), or all in file order in one streaming pass — so a million documents cost tens of
+megabytes in memory, not gigabytes.
+
+The file stays open from the first pass to the last, so a file replaced under the same name
+(a rename, the usual way files are rewritten) does not change what the run reads; a file
+written over in place is caught (its size or modification time changed) and is an
+`InputError`: the hashes the run records would no longer be of the documents it indexes.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from array import array
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+from cortex_exp.data.document import FIELDS, Document, document_digest
+from cortex_exp.data.files import open_input, parse_json
+from cortex_exp.data.jsonl import BLOCK, Problems, check_field, iter_lines, parse_line
+from cortex_exp.errors import InputError
+
+_FIELD_SET = frozenset(FIELDS)
+
+
+def _well_formed(obj: dict) -> bool:
+    """The common case, checked at once: every field present with its type, nothing else."""
+    project = obj.get("project", 0)
+    return (
+        type(obj.get("id")) is str
+        and obj["id"] != ""
+        and type(obj.get("title")) is str
+        and type(obj.get("text")) is str
+        and (project is None or type(project) is str)
+        and type(obj.get("kind")) is str
+        and type(obj.get("always_served", False)) is bool
+        and obj.keys() <= _FIELD_SET
+    )
+
+
+def _check(obj: dict, problems: Problems, line: int) -> bool:
+    """Every problem of one line, in the words of docs/interface.md §3."""
+    ok = check_field(obj, "id", (str,), problems, line)
+    if ok and not obj["id"]:
+        problems.add(line, "field 'id' is empty")
+        ok = False
+    ok &= check_field(obj, "title", (str,), problems, line)
+    ok &= check_field(obj, "text", (str,), problems, line)
+    ok &= check_field(obj, "project", (str, type(None)), problems, line)
+    ok &= check_field(obj, "kind", (str,), problems, line)
+    ok &= check_field(obj, "always_served", (bool,), problems, line, required=False)
+    unknown = sorted(set(obj) - _FIELD_SET)
+    if unknown:
+        problems.add(line, f"unknown field(s) {', '.join(map(repr, unknown))}")
+        ok = False
+    return ok
+
+
+def to_document(obj: dict) -> Document:
+    return Document(obj["id"], obj["title"], obj["text"], obj["project"], obj["kind"], obj.get("always_served", False))
+
+
+class _Signature:
+    """What says the open file is still the one read: its size and modification time."""
+
+    def __init__(self, fh: BinaryIO, path: Path):
+        self.fh, self.path = fh, path
+        self.value = self._now()
+
+    def _now(self) -> tuple[int, int]:
+        st = os.fstat(self.fh.fileno())
+        return st.st_size, st.st_mtime_ns
+
+    def check(self) -> None:
+        if self._now() != self.value:
+            raise InputError(
+                f"{self.path}: the corpus file was written over while the run was reading it; its documents "
+                "no longer match the hashes the run records. Run again once it is written (write a new "
+                "file and rename it into place, and a running run keeps reading the old one)"
+            )
+
+
+def read_documents(path: Path) -> tuple[FileDocuments, list[str], np.ndarray, list[str]]:
+    """(documents, ids in file order, raw sha256 per document (n x 32), ids flagged always_served)
+    of a valid corpus file; `InputError` listing every problem otherwise."""
+    problems = Problems(path)
+    fh = open_input(path, "a .jsonl file")
+    try:
+        signature = _Signature(fh, path)
+        ids, digests, offsets, lengths, always = _scan(fh, path, problems)
+        signature.check()
+    except BaseException:
+        fh.close()
+        raise
+    problems.raise_if_any("the corpus")
+    if not ids:
+        fh.close()
+        raise InputError(f"{path}: the corpus is empty; nothing to search")
+    keys = np.frombuffer(bytes(digests), dtype=np.uint8).reshape(len(ids), 32)
+    docs = FileDocuments(fh, signature, np.frombuffer(offsets, dtype=np.int64), np.frombuffer(lengths, dtype=np.int64))
+    return docs, ids, keys, always
+
+
+def _scan(fh: BinaryIO, path: Path, problems: Problems):
+    ids: list[str] = []
+    digests, offsets, lengths = bytearray(), array("q"), array("q")
+    first: dict[str, int] = {}
+    always: list[str] = []
+    try:
+        for line, offset, raw in iter_lines(fh):
+            if not raw.strip():
+                continue
+            obj = parse_line(raw, line, problems)
+            if obj is None or not (_well_formed(obj) or _check(obj, problems, line)):
+                continue
+            doc_id = obj["id"]
+            if doc_id in first:
+                problems.add(line, f"duplicate document id {doc_id!r} (first on line {first[doc_id]})")
+                continue
+            doc = to_document(obj)
+            try:
+                digest = document_digest(doc)
+            except UnicodeEncodeError as exc:  # a lone surrogate escape ("\ud800"): no UTF-8 to hash
+                problems.add(line, f"not valid Unicode: {exc.reason} ({exc.object[exc.start : exc.end]!a})")
+                continue
+            first[doc_id] = line
+            ids.append(doc_id)
+            digests += digest
+            offsets.append(offset)
+            lengths.append(len(raw))
+            if doc.always_served:
+                always.append(doc_id)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    return ids, digests, offsets, lengths, always
+
+
+class FileDocuments(Sequence):
+    """The documents of a corpus file, read back from it: `docs[i]` reads one line, iterating
+    reads the file once from the start in blocks."""
+
+    def __init__(self, fh: BinaryIO, signature: _Signature, offsets: np.ndarray, lengths: np.ndarray):
+        self._fh, self._signature = fh, signature
+        self._offsets, self._lengths = offsets, lengths
+        self._fd = fh.fileno()
+        weakref.finalize(self, fh.close)
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"document {i} of {len(self)}")
+        i %= len(self)
+        self._signature.check()
+        return _parse(os.pread(self._fd, int(self._lengths[i]), int(self._offsets[i])))
+
+    def __iter__(self) -> Iterator[Document]:
+        self._signature.check()
+        start, buf = 0, b""
+        for first in range(0, len(self), 65536):
+            offsets = self._offsets[first : first + 65536].tolist()
+            lengths = self._lengths[first : first + 65536].tolist()
+            for offset, length in zip(offsets, lengths):
+                if offset + length > start + len(buf):
+                    start, buf = offset, os.pread(self._fd, max(BLOCK, length), offset)
+                yield _parse(buf[offset - start : offset - start + length])
+        self._signature.check()
+
+
+def _parse(line: bytes) -> Document:
+    """A line the first pass found valid, read again."""
+    return to_document(parse_json(line))

@@ -1,0 +1,103 @@
+"""The BM25 score matrix of a corpus for bm25s, built in chunks of documents with numpy.
+
+bm25s builds its matrix (`BM25.build_index_from_ids`) in Python, one document at a time (a
+Counter per document, then an argsort of every (term, document) pair): at a million documents
+that is minutes and gigabytes. This builder does the same arithmetic over whole chunks at
+once — bm25s's own idf and term-frequency functions (`bm25s.scoring`), in its dtypes (term
+frequencies float32, the length normalization float64, scores float32) — and places each
+chunk's scores straight into the compressed columns, documents in order within a term. The
+arrays it gives (`data`, `indices`, `indptr`) are bit for bit bm25s's for the same token ids
+(tests/test_bm25_matrix.py), so bm25s scores the queries exactly as it would have.
+
+`add(docs, token_ids, n_docs)` takes a chunk: each token's term id and document; it keeps
+only the distinct (document, term) pairs with their frequency, and each document's length.
+`scores(n_vocab)` then computes the document frequencies' idf, the average length, and fills
+the matrix chunk by chunk, freeing each chunk as it goes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
+
+
+@dataclass
+class _Chunk:
+    terms: np.ndarray  # int32: the term of every distinct (document, term) pair, by document then term
+    tf: np.ndarray  # its frequency in the document
+    per_doc: np.ndarray  # int64: pairs of each document of the chunk
+    lengths: np.ndarray  # int64: tokens of each document of the chunk
+
+
+class Bm25Matrix:
+    """Accumulates chunks of documents, then gives bm25s's `scores` dict."""
+
+    def __init__(self, k1: float, b: float, method: str, delta: float = 0.5):
+        self.k1, self.b, self.method, self.delta = k1, b, method, delta
+        self.chunks: list[_Chunk] = []
+        self.df = np.zeros(0, dtype=np.int64)
+
+    def add(self, docs: np.ndarray, token_ids: np.ndarray, n_docs: int) -> None:
+        """One chunk of `n_docs` documents: every token's term id and its document (0..n_docs-1),
+        in any order — a document's length is its count of tokens."""
+        docs = np.asarray(docs, dtype=np.int64)
+        lengths = np.bincount(docs, minlength=n_docs).astype(np.int64)
+        pairs, tf = np.unique((docs << 32) | np.asarray(token_ids, dtype=np.int64), return_counts=True)
+        terms = (pairs & 0xFFFFFFFF).astype(np.int32)
+        per_doc = np.bincount(pairs >> 32, minlength=n_docs).astype(np.int64)
+        tf = tf.astype(np.uint16 if tf.max(initial=0) < 1 << 16 else np.int64)
+        self.chunks.append(_Chunk(terms, tf, per_doc, lengths))
+        counts = np.bincount(terms)
+        if len(counts) > len(self.df):
+            self.df = np.concatenate([self.df, np.zeros(len(counts) - len(self.df), dtype=np.int64)])
+        self.df[: len(counts)] += counts
+
+    def _idf(self, n_vocab: int, n_docs: int) -> np.ndarray:
+        """bm25s's `_build_idf_array`: its idf function of each document frequency, as float32."""
+        df = np.zeros(n_vocab, dtype=np.int64)
+        df[: len(self.df)] = self.df[:n_vocab]
+        idf_of = _select_idf_scorer(self.method)
+        values, where = np.unique(df, return_inverse=True)
+        idf = np.array([idf_of(int(v), N=n_docs) if v != 0 else 0.0 for v in values.tolist()], dtype=np.float64)
+        return idf[where].astype(np.float32)
+
+    def scores(self, n_vocab: int) -> dict:
+        """bm25s's `scores` dict (`data`, `indices`, `indptr`, `num_docs`); the chunks are freed."""
+        lengths = np.concatenate([c.lengths for c in self.chunks])
+        n_docs, avg_doc_len = len(lengths), lengths.mean()
+        del lengths
+        idf = self._idf(n_vocab, n_docs)
+        tfc_of = _select_tfc_scorer(self.method)
+        df = np.zeros(n_vocab, dtype=np.int64)
+        df[: len(self.df)] = self.df[:n_vocab]
+        indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+        np.cumsum(df, out=indptr[1:])
+        data = np.empty(int(indptr[-1]), dtype=np.float32)
+        indices = np.empty(int(indptr[-1]), dtype=np.int32)
+        heads, first_doc = indptr[:-1].copy(), 0
+        while self.chunks:
+            chunk = self.chunks.pop(0)
+            l_d = np.repeat(chunk.lengths, chunk.per_doc)
+            tfc = tfc_of(
+                tf_array=chunk.tf.astype(np.float32), l_d=l_d, l_avg=avg_doc_len, k1=self.k1, b=self.b, delta=self.delta
+            )
+            values = (idf[chunk.terms] * tfc).astype(np.float32)
+            docs = np.repeat(np.arange(first_doc, first_doc + len(chunk.lengths), dtype=np.int32), chunk.per_doc)
+            _place(chunk.terms, values, docs, heads, data, indices, n_vocab)
+            first_doc += len(chunk.lengths)
+        return {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}
+
+
+def _place(terms, values, docs, heads, data, indices, n_vocab: int) -> None:
+    """Write one chunk's pairs into their columns, after what earlier chunks wrote there; a
+    stable sort by term keeps the documents of a column in order."""
+    order = np.argsort(terms, kind="stable")
+    by_term = terms[order]
+    counts = np.bincount(terms, minlength=n_vocab)
+    run_start = np.cumsum(counts) - counts
+    pos = heads[by_term] + (np.arange(len(order)) - run_start[by_term])
+    data[pos] = values[order]
+    indices[pos] = docs[order]
+    heads += counts

@@ -1,0 +1,123 @@
+"""The BM25 matrix built in chunks with numpy is bm25s's own, bit for bit; bm25_v2 over it
+ranks exactly as bm25s indexing the same tokens does (the way bm25_v2 indexed before)."""
+
+from __future__ import annotations
+
+import bm25s
+import numpy as np
+import pytest
+from conftest import TINY_DOCS
+
+from cortex_exp.data.corpus import Corpus, Document
+from cortex_exp.retrievers import bm25_v2
+from cortex_exp.retrievers.bm25_matrix import Bm25Matrix
+from cortex_exp.retrievers.bm25_v2 import Bm25V2
+from cortex_exp.retrievers.tokenize import PieceTerms, identifier_aware
+
+
+def bm25s_arrays(docs: list[list[int]], n_vocab: int, method: str, k1: float, b: float) -> dict:
+    model = bm25s.BM25(k1=k1, b=b, method=method)
+    return model.build_index_from_ids(list(range(n_vocab)), docs, show_progress=False)
+
+
+def chunked_arrays(docs: list[list[int]], n_vocab: int, method: str, k1: float, b: float, size: int) -> dict:
+    matrix = Bm25Matrix(k1, b, method)
+    for start in range(0, len(docs), size):
+        part = docs[start : start + size]
+        doc_of = [i for i, d in enumerate(part) for _ in d]
+        tokens = np.array([t for d in part for t in d], dtype=np.int32)
+        order = np.random.default_rng(start).permutation(len(tokens))  # tokens in any order
+        matrix.add(np.array(doc_of, dtype=np.int64)[order], tokens[order], len(part))
+    return matrix.scores(n_vocab)
+
+
+def random_docs(seed: int, n: int, n_vocab: int) -> list[list[int]]:
+    """Zipf-ish token ids, repeated tokens, some empty documents, some long ones."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.choice([0, 1, 3, 20, 150], size=n, p=[0.05, 0.1, 0.35, 0.4, 0.1])
+    return [np.minimum(rng.zipf(1.3, size=m) - 1, n_vocab - 1).tolist() for m in lengths]
+
+
+@pytest.mark.parametrize("method", ["lucene", "robertson", "atire"])
+@pytest.mark.parametrize("k1, b", [(1.2, 0.75), (0.9, 0.4), (2, 1)])
+def test_the_chunked_matrix_is_bm25s_bit_for_bit(method, k1, b):
+    docs, n_vocab = random_docs(7, 600, 300), 300
+    expected = bm25s_arrays(docs, n_vocab, method, k1, b)
+    for size in (1, 37, 600):  # a chunk per document, uneven chunks, one chunk
+        got = chunked_arrays(docs, n_vocab, method, k1, b, size)
+        assert got["num_docs"] == expected["num_docs"] == 600
+        assert np.array_equal(got["indptr"], expected["indptr"])
+        assert np.array_equal(got["indices"], expected["indices"])
+        assert got["data"].dtype == expected["data"].dtype == np.float32
+        assert np.array_equal(got["data"].view(np.uint32), expected["data"].view(np.uint32))
+
+
+def test_a_term_no_document_holds_has_an_empty_column():
+    docs = [[0, 2], [2, 2]]  # term 1 is in the vocabulary, in no document
+    got = chunked_arrays(docs, 3, "lucene", 1.2, 0.75, 1)
+    assert got["indptr"].tolist() == [0, 1, 1, 3]
+    assert got["indices"].tolist() == [0, 0, 1]
+
+
+def reference_rankings(corpus: Corpus, queries: list[str], k: int, spec: Bm25V2):
+    """bm25_v2 as it indexed before the chunked matrix: every document's identifier-aware tokens
+    (title repeated), ids in order of first appearance, bm25s's own `index`; with that vocabulary
+    and bm25s's score arrays."""
+    vocab: dict[str, int] = {}
+    tokens = [identifier_aware(d.title) * spec.title_weight + identifier_aware(d.text) for d in corpus.docs]
+    ids = [[vocab.setdefault(t, len(vocab)) for t in doc] for doc in tokens]
+    model = bm25s.BM25(k1=spec.k1, b=spec.b, method=spec.method)
+    model.index(bm25s.tokenization.Tokenized(ids=ids, vocab=dict(vocab)), show_progress=False)
+    out = []
+    for q in queries:
+        terms = [vocab[t] for t in identifier_aware(q) if t in vocab]
+        scores = model.get_scores(terms) if terms else np.zeros(len(corpus))
+        order = sorted((i for i in range(len(corpus)) if scores[i] > 0), key=lambda i: (-scores[i], corpus.ids[i]))
+        out.append([(corpus.ids[i], float(scores[i])) for i in order[:k]])
+    return out, vocab, model.scores
+
+
+@pytest.mark.parametrize("chunk", [20_000, 7])
+@pytest.mark.parametrize("spec", [Bm25V2(), Bm25V2(method="atire", title_weight=3), Bm25V2(k1=0.5, b=0.2)])
+def test_bm25_v2_ranks_exactly_as_bm25s_indexing_the_same_tokens(spec, chunk, monkeypatch):
+    monkeypatch.setattr(bm25_v2, "CHUNK", chunk)
+    rng = np.random.default_rng(3)
+    words = ["invoice", "service", "getUserById", "cache", "retry", "auth_token", "db.pool", "E504", "the", "a"]
+    texts = [" ".join(rng.choice(words, int(rng.integers(0, 12)))) for _ in range(300)]
+    docs = [Document(f"d{i}", " ".join(rng.choice(words, 2)), text, None, "x") for i, text in enumerate(texts)]
+    docs += [Document(**d) for d in TINY_DOCS]
+    corpus = Corpus(docs)
+    queries = ["invoice retry", "getUserById", "user id cache", "auth token db pool", "E504 the", "nothing here"]
+    index = spec.index(corpus)
+    expected, vocab, arrays = reference_rankings(corpus, queries, 20, spec)
+    assert list(index.vocab.items()) == list(vocab.items())  # the same ids, in the same order
+    for name in ("data", "indices", "indptr"):
+        assert index.model.scores[name].dtype == arrays[name].dtype
+        assert np.array_equal(index.model.scores[name], arrays[name]), name
+    assert [list(zip(r.doc_ids, r.scores)) for r in index.search(queries, 20)] == expected
+
+
+def test_piece_terms_work_a_piece_out_once_and_number_terms_in_order_of_first_appearance():
+    vocab: dict[str, int] = {}
+    terms = PieceTerms(vocab)
+    assert terms.ids("getUserById and the getUserById") == [0, 1, 2, 3, 0, 1, 2, 3]  # get user id getuserbyid
+    assert list(vocab) == ["get", "user", "id", "getuserbyid"]
+    assert terms.ids("user,cache\tuser") == [1, 4, 1]
+    assert dict(terms) == {"getUserById": 0, "and": 1, "the": 2, "user,cache": 3, "user": 4}  # a code a piece
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a.b. c..d -x- foo/bar/ (getUserById), x:y:z E_504\u00a0héllo wörld",
+        "\u2003tab\tnew\nline\x1c\x85sep  ",
+        "",
+        "...",
+        "ß ǅ ﬁ",
+    ],
+)
+def test_piece_terms_give_the_identifier_aware_terms_of_any_text(text):
+    vocab: dict[str, int] = {}
+    ids = PieceTerms(vocab).ids(text)
+    names = {i: t for t, i in vocab.items()}
+    assert [names[i] for i in ids] == identifier_aware(text)

@@ -1,0 +1,116 @@
+"""A corpus loaded from its file keeps ids, hashes and line places, and reads documents back from
+the open file: it answers every question as the same documents held in memory do."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cortex_exp.data import corpus_file, jsonl
+from cortex_exp.data.corpus import Corpus, Document, canonical_json, document_hash, load_corpus, write_corpus
+from cortex_exp.data.files import parse_json
+from cortex_exp.errors import InputError
+
+DOCS = [
+    Document("a", "Invoice rounding", "JPY has no minor unit.", "billing", "rule"),
+    Document("b", "", "text only, no title \u2028 with a line separator", None, "lesson", True),
+    Document("c", "Ünïcödé «title»", 'quotes " and \\ backslash\tand tab', "p", "decision"),
+    Document("d", "", "", None, "empty"),
+    Document("e", "ctrl \x01\x1f chars", "emoji \U0001f600 and \x7f", "p", "rule", True),
+]
+
+
+def written(tmp_path, docs=DOCS, name="corpus.jsonl"):
+    path = tmp_path / name
+    write_corpus(path, docs)
+    return path
+
+
+def test_a_loaded_corpus_answers_as_the_same_documents_in_memory(tmp_path):
+    loaded, held = load_corpus(written(tmp_path)), Corpus(DOCS)
+    assert loaded.fingerprint == held.fingerprint and len(loaded) == len(held) == 5
+    assert loaded.ids == held.ids == ["a", "b", "c", "d", "e"]
+    assert list(loaded.docs) == list(held.docs) == DOCS
+    assert dict(loaded.hashes) == dict(held.hashes) == {d.id: document_hash(d) for d in DOCS}
+    assert loaded.always_served == held.always_served == {"b", "e"}
+    assert loaded.by_id["c"] == DOCS[2] and "c" in loaded and "z" not in loaded and loaded.by_id.get("z") is None
+    assert loaded.docs[-1] == DOCS[-1] and loaded.docs[1:3] == DOCS[1:3]
+    assert loaded.fingerprint_record() == held.fingerprint_record()
+
+
+@pytest.mark.parametrize("extra", [None, {"rankings": {"runfile": {"path": "/r.trec", "sha256": "ab"}}}])
+def test_the_fingerprint_json_is_json_dumps_of_the_record(tmp_path, extra):
+    corpus = load_corpus(written(tmp_path))
+    record = {**corpus.fingerprint_record(), **(extra or {})}
+    assert corpus.fingerprint_json(extra) == json.dumps(record, indent=2, ensure_ascii=False) + "\n"
+
+
+def test_documents_stream_across_read_blocks(tmp_path, monkeypatch):
+    monkeypatch.setattr(corpus_file, "BLOCK", 64)  # smaller than a line: every line spans blocks
+    monkeypatch.setattr(jsonl, "BLOCK", 64)
+    docs = [Document(f"d{i}", f"title {i}", "word " * (i % 40), None, "x") for i in range(300)]
+    path = written(tmp_path, docs)
+    corpus = load_corpus(path)
+    assert list(corpus.docs) == docs and corpus.fingerprint == Corpus(docs).fingerprint
+
+
+def test_blank_lines_and_crlf_are_read_as_before(tmp_path):
+    path = tmp_path / "c.jsonl"
+    lines = [json.dumps(d.as_json()) for d in DOCS[:3]]
+    path.write_bytes(("\r\n\n".join(lines) + "\r\n\n\n").encode())
+    assert list(load_corpus(path).docs) == DOCS[:3]
+
+
+def test_a_file_written_over_in_place_while_read_is_refused(tmp_path):
+    path = written(tmp_path)
+    corpus = load_corpus(path)
+    with open(path, "r+b") as fh:  # the same file, other bytes
+        fh.write(b" ")
+        os.utime(path, ns=(0, 0))
+    with pytest.raises(InputError, match="the corpus file was written over while the run was reading it"):
+        list(corpus.docs)
+
+
+def test_a_file_replaced_by_another_under_its_name_is_read_as_opened(tmp_path):
+    path = written(tmp_path)
+    corpus = load_corpus(path)
+    os.replace(written(tmp_path, [Document("x", "other", "corpus", None, "x")], "new.jsonl"), path)
+    assert list(corpus.docs) == DOCS and corpus.by_id["a"] == DOCS[0]
+
+
+def test_a_lone_surrogate_is_bad_input_naming_the_line(tmp_path):
+    path = tmp_path / "c.jsonl"
+    good = json.dumps(DOCS[0].as_json())
+    path.write_text(good + "\n" + good.replace('"a"', '"x"').replace("JPY", "\\ud800") + "\n")
+    with pytest.raises(InputError) as err:
+        load_corpus(path)
+    assert f"{path}:2: not valid Unicode: surrogates not allowed ('\\ud800')" in err.value.problems
+
+
+TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]) | st.sampled_from('"\\\n\t\x00\x1f\u2028'))
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(TEXT, TEXT, TEXT, st.one_of(st.none(), TEXT), TEXT, st.booleans())
+def test_canonical_json_is_json_dumps(doc_id, title, text, project, kind, always):
+    doc = Document(doc_id, title, text, project, kind, always)
+    assert canonical_json(doc) == json.dumps(doc.as_json(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ['{"a": NaN}', '{"n": 123456789012345678901234567890}', '{"s": "\\ud800"}', '{"a": 1, "a": 2}', "[1e400]", '"x"'],
+)
+def test_json_is_read_as_json_loads_reads_it(raw):
+    assert repr(parse_json(raw)) == repr(json.loads(raw))
+
+
+@settings(max_examples=500, derandomize=True, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False) | st.integers(-(2**70), 2**70), max_size=5))
+def test_numbers_are_read_as_json_loads_reads_them(numbers):
+    raw = json.dumps({"scores": numbers})
+    assert repr(parse_json(raw)) == repr(json.loads(raw)) and repr(parse_json(raw.encode())) == repr(json.loads(raw))
