@@ -85,3 +85,9 @@ def test_the_real_export_gives_torchs_vectors_and_int8_close_ones(tmp_path):
     assert np.max(np.linalg.norm(fp32 - torch_vectors, axis=1)) < 1e-4  # the same model, another runtime
     cosines = (int8 * torch_vectors).sum(axis=1)
     assert cosines.min() > 0.97 and not np.allclose(int8, torch_vectors, atol=1e-3)  # close, and another model
+    # a text's vector is its own, whatever it is encoded with: what the embedding cache and the
+    # live probe rely on (int8's dynamic quantization scales activations over the whole call)
+    for backend, vectors in (("onnx", fp32), ("onnx_int8", int8)):
+        encoder = OnnxEncoder(backend, show_progress=False, root=tmp_path)
+        alone = np.vstack([encoder.encode([t]) for t in texts])
+        assert np.max(np.linalg.norm(alone - vectors, axis=1)) < 1e-5, backend

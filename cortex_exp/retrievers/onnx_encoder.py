@@ -17,6 +17,12 @@ export's sha256>`: another export is another model. Tokenization is the model's 
 `tokenizer.json` (the tokenizers library), texts stripped and cut at the model's
 `max_seq_length` as sentence-transformers does; mean pooling over the attention mask and L2
 normalization in numpy. No torch at encoding time.
+
+`onnx_int8` encodes one text at a time. Its quantization is dynamic: each call scales the
+activations by their range over the whole batch, padding included, so in a batch a text's
+vector would depend on the texts beside it — and a cached vector must depend on its text alone
+(the live probe, which re-encodes a few documents by themselves, refused such an index: up to
+0.10 away). The float32 export has no such scale and keeps `batch_size`.
 """
 
 from __future__ import annotations
@@ -123,9 +129,10 @@ class OnnxEncoder(Encoder):
         session = self.session()
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # longest first: little padding
         out = np.empty((len(texts), self.dim), dtype=np.float32)
+        step = 1 if QUANTIZED[self.backend] else self.batch_size  # int8: a text's vector its own (docstring)
         with bar(len(texts), f"dense: encoding ({self.backend})", "text", enabled=self.show_progress) as done:
-            for start in range(0, len(order), self.batch_size):
-                rows = order[start : start + self.batch_size]
+            for start in range(0, len(order), step):
+                rows = order[start : start + step]
                 out[rows] = self._batch(session, [texts[i].strip() for i in rows])
                 done.update(len(rows))
         return out
