@@ -14,6 +14,7 @@ onnxruntime alone (`onnx_encoder`).
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from pathlib import Path
@@ -31,7 +32,12 @@ def export(model_dir: Path, out: Path, quantized: bool) -> Path:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     int8 = out / "model_int8.onnx"
-    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True)
+    root = logging.getLogger()
+    level, root.level = root.level, logging.ERROR  # its advice to pre-process, on the root logger
+    try:
+        quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True)
+    finally:
+        root.setLevel(level)
     fp32.unlink()
     return int8
 
@@ -41,6 +47,9 @@ def _trace(model_dir: Path, target: Path) -> None:
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     import torch
     from transformers import AutoModel
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # its bar over the weights it loads: not our progress
 
     class LastHiddenState(torch.nn.Module):
         def __init__(self, model):
