@@ -63,8 +63,8 @@ def test_make_run_prints_only_what_a_person_needs_and_leaves_no_empty_folder(tmp
 def test_the_verbosity_flag_brings_the_quiet_lines_back(tmp_path):
     work = tmp_path / "clone"
     work.mkdir()
-    r = run_like_make(["cortex_exp", "hydra.verbose=[mlflow.store,bm25s]"], work)
+    # (bm25s logs nothing any more on our path: bm25_v2 builds bm25s's matrix itself)
+    r = run_like_make(["cortex_exp", "hydra.verbose=[mlflow.store]"], work)
     assert "INFO: [mlflow.store.db.utils] Creating initial MLflow database tables..." in r.stderr
-    assert "DEBUG: [bm25s] Building index from IDs objects" in r.stderr
     assert r.stdout.strip().splitlines()[-1].startswith("run_id: ")  # stdout still only tables and ids
     assert "INFO" not in r.stdout and "DEBUG" not in r.stdout
