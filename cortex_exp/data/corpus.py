@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -70,33 +71,15 @@ def diff_hashes(old: Mapping[str, str], new: Mapping[str, str]) -> CorpusDiff:
     )
 
 
-class Hashes(Mapping):
-    """Document id -> hash (hex) of a corpus, computed from its raw digests when asked."""
+class RowView(Mapping):
+    """Document id -> `at(row)`, the id's row in the corpus computed when asked: `by_id` reads
+    the document back, `hashes` turns its raw digest into hex."""
 
-    def __init__(self, rows: Mapping[str, int], digests: np.ndarray):
-        self._rows, self._digests = rows, digests
+    def __init__(self, rows: Mapping[str, int], at: Callable[[int], Any]):
+        self._rows, self._at = rows, at
 
-    def __getitem__(self, doc_id: str) -> str:
-        return self._digests[self._rows[doc_id]].tobytes().hex()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._rows)
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def __contains__(self, doc_id) -> bool:
-        return doc_id in self._rows
-
-
-class ById(Mapping):
-    """Document id -> `Document`, read from the corpus's documents when asked."""
-
-    def __init__(self, rows: Mapping[str, int], docs: Sequence[Document]):
-        self._rows, self._docs = rows, docs
-
-    def __getitem__(self, doc_id: str) -> Document:
-        return self._docs[self._rows[doc_id]]
+    def __getitem__(self, doc_id: str):
+        return self._at(self._rows[doc_id])
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._rows)
@@ -134,8 +117,8 @@ class Corpus:
         self.path = path
         self._rows = {doc_id: row for row, doc_id in enumerate(ids)}
         self._digests = digests
-        self.by_id = ById(self._rows, docs)
-        self.hashes = Hashes(self._rows, digests)
+        self.by_id = RowView(self._rows, docs.__getitem__)
+        self.hashes = RowView(self._rows, lambda row: digests[row].tobytes().hex())
         self.always_served = always_served
         self.fingerprint = self._fingerprint()
 
