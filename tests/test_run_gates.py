@@ -181,25 +181,28 @@ def test_incident_dense_side_off_hybrid_is_component_down(demo_dir, uri):
     assert runs(uri) == []
 
 
-def test_incident_lexical_side_swallowing_its_errors(demo_dir, uri):
-    """A lexical side that caught its own errors and returned empty lists looked healthy —
-    inside a hybrid whose dense side is healthy (hashed-bag vectors from a real server on
-    127.0.0.1: the incident is the lexical side's, the real model adds minutes and nothing)."""
+@pytest.fixture
+def hashed_bag_server():
+    """Overrides for a hybrid whose dense side is hashed-bag vectors from a real server on
+    127.0.0.1: where a test is about the gates, the real model adds minutes and nothing."""
     embeddings = embedding_server(HashedBagEncoder())
-    dense = [f"retriever.dense.endpoint={embeddings.url}", "retriever.dense.model=fake/hashed-bag"]
-    try:
-        for fault, prefix in (("empty", "COMPONENT DOWN: lexical"), ("empty_after_probe", "COMPONENT SILENT: lexical")):
-            with pytest.raises(GateRefused) as err:
-                overrides = ["retriever=hybrid", *dense, f"faults.lexical={fault}"]
-                benchmark.run(compose(files_overrides(demo_dir, uri) + overrides))
-            assert str(err.value).startswith(prefix)
-    finally:
-        embeddings.close()
+    yield [f"retriever.dense.endpoint={embeddings.url}", "retriever.dense.model=fake/hashed-bag"]
+    embeddings.close()
     assert embeddings.posts(), "the dense side was the server's"
 
 
-def test_hybrid_dense_error_drill_and_its_override(demo_dir, uri):
-    base = files_overrides(demo_dir, uri) + ["retriever=hybrid", "faults.dense=error"]
+def test_incident_lexical_side_swallowing_its_errors(demo_dir, uri, hashed_bag_server):
+    """A lexical side that caught its own errors and returned empty lists looked healthy —
+    inside a hybrid whose dense side is healthy."""
+    for fault, prefix in (("empty", "COMPONENT DOWN: lexical"), ("empty_after_probe", "COMPONENT SILENT: lexical")):
+        with pytest.raises(GateRefused) as err:
+            overrides = ["retriever=hybrid", *hashed_bag_server, f"faults.lexical={fault}"]
+            benchmark.run(compose(files_overrides(demo_dir, uri) + overrides))
+        assert str(err.value).startswith(prefix)
+
+
+def test_hybrid_dense_error_drill_and_its_override(demo_dir, uri, hashed_bag_server):
+    base = files_overrides(demo_dir, uri) + ["retriever=hybrid", *hashed_bag_server, "faults.dense=error"]
     with pytest.raises(GateRefused) as err:
         benchmark.run(compose(base))
     assert str(err.value).startswith("COMPONENT DOWN: dense")
