@@ -33,7 +33,7 @@ from cortex_exp.retrievers.bm25_v1 import Bm25V1  # noqa: E402
 from cortex_exp.retrievers.bm25_v2 import Bm25V2  # noqa: E402
 from cortex_exp.retrievers.dense import Dense  # noqa: E402
 from cortex_exp.retrievers.encoders import LocalEncoder  # noqa: E402
-from cortex_exp.retrievers.fusion import fuse  # noqa: E402
+from cortex_exp.retrievers.fusion import Fusion  # noqa: E402
 
 DEPTH = 100
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -127,10 +127,10 @@ def bench_overhead(corpus: Corpus, cache: Path, n_docs: int, slices: int = 4) ->
 def bench_sweep(corpus: Corpus, queries: list[str], dense_rankings) -> dict:
     lex_index = Bm25V2().index(corpus)
     lex, t_lex = timed(lex_index.search, queries, DEPTH)
-    _, t_one = timed(fuse, "weighted", lex, dense_rankings, 0.5, 60, DEPTH)
+    _, t_one = timed(Fusion(weight=0.5).fuse, {"lexical": lex, "dense": dense_rankings}, DEPTH)
     start = time.perf_counter()
     for w in WEIGHTS:
-        fuse("weighted", lex, dense_rankings, w, 60, DEPTH)
+        Fusion(weight=w).fuse({"lexical": lex, "dense": dense_rankings}, DEPTH)
     t_five = time.perf_counter() - start
     return {"lexical_search_s": t_lex, "fuse_one_s": t_one, "fuse_five_s": t_five}
 
