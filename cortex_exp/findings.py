@@ -1,0 +1,69 @@
+"""What a check found, as a value: the one currency of refuse / degrade / warn / decide.
+
+Every check (the probe, silence, stale, drift, corpus agreement, learned features' leakage,
+cache integrity, compare's pairing, a plan's validity ...) returns `Finding`s. One place reads
+them with the settings and decides: refuse (exit code, message), record as degraded, or warn.
+`degraded`, the `refused` tag, `decides` and compare's warnings are derived from findings —
+never from a message's wording.
+
+Imports nothing of ours: every layer may return findings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Action(StrEnum):
+    """What a finding does when no setting overrides it."""
+
+    REFUSE = "refuse"  # stop: exit `exit_code`, print `message`
+    DEGRADE = "degrade"  # measure, but the result is tagged degraded and cannot decide
+    WARN = "warn"  # measure and say so; decides unless `blocks_decision`
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing one check found.
+
+    - `check`: the registered name of the check (`probe`, `silence`, `stale`, `drift`, ...); the
+      `refused` tag of a refused run is the check's `tag` (default: the check's name).
+    - `message`: the line(s) printed on stderr, beginning with the documented prefix
+      (`COMPONENT SILENT: ...`, `WARNING: CORPUS MOVED ...`).
+    - `component`: which side it is about (`lexical`, `dense`, `endpoint`, a run id ...), if any.
+    - `action`: refuse, degrade or warn, before settings are applied.
+    - `override`: the setting that lets a refusal through as a degradation
+      (`gates.allow_degraded`, `gates.allow_stale`), None if nothing may override it.
+    - `blocks_decision`: true when a result carrying this finding may not decide.
+    - `reason`: a short phrase for the degraded banner and the `degraded_reasons` record
+      (`component dense silent`).
+    - `evidence`: the figures behind it (shares, counts, dates), JSON-serialisable.
+    """
+
+    check: str
+    message: str
+    action: Action
+    component: str | None = None
+    override: str | None = None
+    blocks_decision: bool = True
+    reason: str = ""
+    exit_code: int = 3
+    tag: str | None = None
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def refused_tag(self) -> str:
+        return self.tag or self.check
+
+
+def blocking(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings that keep a result from deciding."""
+    return [f for f in findings if f.blocks_decision]
+
+
+def decides(findings: Iterable[Finding]) -> bool:
+    """True when no finding blocks a decision."""
+    return not blocking(findings)
