@@ -29,7 +29,7 @@ from cortex_exp.errors import InputError
 from cortex_exp.golden.commit import replace_file
 from cortex_exp.golden.load import load_golden, read_manifest
 from cortex_exp.golden.store import GOLDEN_ID, JUDGMENTS, LABELS, MANIFEST, GoldenSet, Judgment
-from cortex_exp.golden.verify import recount
+from cortex_exp.golden.verify import REBUILD, recount
 
 COUNTED = ("positives", "noise", "manual_positives", "manual_noise")
 
@@ -80,7 +80,9 @@ def read_previous(folder: Path) -> tuple[GoldenSet | None, str | None]:
     try:  # the judgments must verify; the manifest's other fields are rebuilt from the inputs anyway
         return load_golden(folder, sealed=False), None
     except InputError as exc:
-        return None, str(exc).splitlines()[0]
+        why = str(exc).splitlines()[0].split(REBUILD)[0]  # (not the advice to rebuild: this is the rebuild)
+        more = f" and {len(exc.problems) - 1} more" if len(exc.problems) > 1 else ""
+        return None, why + (f" ({exc.problems[0]}{more})" if exc.problems else "")
 
 
 def _stored_id(folder: Path) -> str | None:
@@ -181,15 +183,15 @@ def carry_forward(new: GoldenSet, folder: Path, how: str) -> GoldenSet:
     if old is None:
         rows, unreadable = _manual_lines(folder)
         lineage = {"previous_golden_id": _stored_id(folder), "how": how, "verified": False, "why": why}
-        kept = "it held no manual judgment"
+        kept = "  it held no manual judgment"
         if rows:
             aside = set_aside(folder, rows)
             lineage["manual_set_aside"] = {"file": aside.name, "judgments": len(rows)}
-            kept = f"its {len(rows)} manual judgment(s) are kept in {aside}; check them, then add them back with: "
-            kept += _add_back(folder, aside)
+            kept = f"  its {len(rows)} manual judgment(s) are kept in {aside}\n"
+            kept += f"  check them, then add them back with: {_add_back(folder, aside)}"
         if unreadable:
-            kept += f" ({unreadable} line(s) of its {JUDGMENTS} could not be read)"
-        _warn(f"WARNING: PREVIOUS SET NOT VERIFIED: {folder}: {why}; the rebuilt set carries none of it: {kept}")
+            kept += f"\n  ({unreadable} line(s) of its {JUDGMENTS} could not be read)"
+        _warn(f"WARNING: PREVIOUS SET NOT VERIFIED: {folder}: {why}; the rebuilt set carries none of it\n{kept}")
         new.manifest["lineage"] = lineage
         return update_counts(new)
     new, carried = carry_manual(new, old)

@@ -23,6 +23,7 @@ from cortex_exp.errors import InputError
 from cortex_exp.golden.store import GOLDEN_ID, MANIFEST, SEAL, GoldenSet, rebuild_command, seal_of
 
 PREFIX = "GOLDEN SET MODIFIED"
+REBUILD = "; rebuild it from its inputs with: "
 
 
 OPTIONAL_COUNTS = ("manual_positives", "manual_noise")  # absent from a manifest: 0
@@ -141,7 +142,7 @@ def check_stored(golden: GoldenSet, sealed: bool = True) -> None:
     found = differences(golden, sealed)
     if found:
         raise InputError(
-            f"{PREFIX}: {golden.path}: its files no longer match what was stored when it was built; "
-            f"rebuild it from its inputs with: {rebuild_command(golden.path)}",
+            f"{PREFIX}: {golden.path}: its files no longer match what was stored when it was built"
+            f"{REBUILD}{rebuild_command(golden.path)}",
             found,
         )
