@@ -142,8 +142,7 @@ def import_beir(beir_dir: Path, out_dir: Path, now: datetime | None = None, how:
     }
     manifest = make_manifest(corpus, counts, filters, source, now)
     golden = carry_forward(GoldenSet(queries, judgments, manifest, dict(corpus.hashes)), out_dir, how)
-    write_golden(golden, out_dir, inputs, extra_outputs=("corpus.jsonl",))
-    write_corpus(out_dir / "corpus.jsonl", docs)
+    write_golden(golden, out_dir, inputs, extra={"corpus.jsonl": lambda path: write_corpus(path, docs)})
     return golden
 
 
