@@ -73,3 +73,34 @@ def ordered_map(
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(n, mp_context=context, initializer=_init, initargs=(make_state, args)) as pool:
         yield from pool.map(partial(_call, fn), tasks)
+
+
+def fd_state(fd: int) -> int:
+    """A worker's state when all it needs is the open file (inherited by the fork)."""
+    return fd
+
+
+def line_spans(fd: int, size: int, span: int) -> list[tuple[int, int]]:
+    """(start, stop) byte ranges of whole lines of the open file `fd`, about `span` bytes each,
+    covering 0..size in order (a line is never cut; one of more than a megabyte ends the list
+    with the rest of the file)."""
+    cuts = [0]
+    while cuts[-1] + span < size:
+        ahead = os.pread(fd, 1 << 20, cuts[-1] + span)
+        newline = ahead.find(b"\n")
+        if newline < 0:
+            break
+        cuts.append(cuts[-1] + span + newline + 1)
+    return list(zip(cuts, [*cuts[1:], size]))
+
+
+def lines_at(buf: bytes, start: int) -> Iterator[tuple[int, int, bytes]]:
+    """(0, offset in the file, line without its newline) of every line of `buf`, a span of whole
+    lines that begins at `start` (the line numbers are unknown: 0)."""
+    offset = start
+    lines = buf.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()  # the span's last newline
+    for raw in lines:
+        yield 0, offset, raw
+        offset += len(raw) + 1

@@ -27,7 +27,7 @@ from cortex_exp.data.document import FIELDS, Document, document_digest
 from cortex_exp.data.files import open_input, parse_json
 from cortex_exp.data.jsonl import BLOCK, Problems, check_field, iter_lines, parse_line
 from cortex_exp.errors import InputError
-from cortex_exp.parallel import ordered_map, worker_count
+from cortex_exp.parallel import fd_state, line_spans, lines_at, ordered_map, worker_count
 
 _FIELD_SET = frozenset(FIELDS)
 
@@ -161,19 +161,12 @@ def _scan_in_parallel(fh: BinaryIO):
     size = os.fstat(fh.fileno()).st_size
     if size <= SPAN or worker_count() <= 1:
         return None
-    fd, cuts = fh.fileno(), [0]
-    while cuts[-1] + SPAN < size:
-        ahead = os.pread(fd, 1 << 20, cuts[-1] + SPAN)
-        newline = ahead.find(b"\n")
-        if newline < 0:
-            break  # a line of more than a megabyte: the last span takes the rest
-        cuts.append(cuts[-1] + SPAN + newline + 1)
-    if len(cuts) == 1:
+    spans = line_spans(fh.fileno(), size, SPAN)
+    if len(spans) == 1:
         return None
-    spans = list(zip(cuts, [*cuts[1:], size]))
     ids: list[str] = []
     digests, offsets, lengths, always = bytearray(), array("q"), array("q"), []
-    for part in ordered_map(_scan_span, spans, _fd_state, (fd,)):
+    for part in ordered_map(_scan_span, spans, fd_state, (fh.fileno(),)):
         if part is None:
             return None
         ids += part[0]
@@ -186,28 +179,19 @@ def _scan_in_parallel(fh: BinaryIO):
     return ids, digests, offsets, lengths, always
 
 
-def _fd_state(fd: int) -> int:
-    return fd
-
-
 def _scan_span(fd: int, span: tuple[int, int]):
     """`_scan_lines` of the bytes span[0]..span[1] (whole lines), or None at the first problem."""
     start, stop = span
     buf = os.pread(fd, stop - start, start)
     problems = Problems(Path("span"))
-    part = _scan_lines(_lines_at(buf, start), problems)
+    part = _scan_lines(lines_at(buf, start), problems)
     return None if problems.items or problems.truncated else part
 
 
-def _lines_at(buf: bytes, start: int) -> Iterator[tuple[int, int, bytes]]:
-    """(0, offset in the file, line) of every line of `buf`, which begins at `start`."""
-    offset = start
-    lines = buf.split(b"\n")
-    if lines and not lines[-1]:
-        lines.pop()  # the span's last newline
-    for raw in lines:
-        yield 0, offset, raw
-        offset += len(raw) + 1
+def file_documents(path: Path, offsets: np.ndarray, lengths: np.ndarray) -> FileDocuments:
+    """The documents of a corpus file whose lines' places are known (its writer just wrote it)."""
+    fh = open_input(path, "a .jsonl file")
+    return FileDocuments(fh, _Signature(fh, path), offsets, lengths)
 
 
 class FileDocuments(Sequence):
