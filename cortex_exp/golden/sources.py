@@ -1,0 +1,121 @@
+"""Golden sets from the logs a team already keeps (docs/traces.md): an MLflow experiment's traces
+(`source.kind` mlflow), OpenTelemetry files (`otlp`), a team's own JSONL through a map
+(`serves` with `map`). Each reads its source into serves, then builds exactly as from
+serves.jsonl (`filters.build_golden`: the four filters) and writes through the one writer; the
+manifest's `source` says what was read and what was dropped, by reason, so that `golden
+rebuild` reads the same source again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from cortex_exp.data.corpus import load_corpus
+from cortex_exp.errors import InputError
+from cortex_exp.golden.filters import build_golden
+from cortex_exp.golden.lineage import carry_forward
+from cortex_exp.golden.manifest import describe_inputs
+from cortex_exp.golden.store import GoldenSet, check_out_dir, write_golden
+from cortex_exp.golden.traces import TraceMapping, TraceReader
+from cortex_exp.progress import bar
+
+
+def parse_time(text: str | None, flag: str) -> datetime | None:
+    """An ISO-8601 time (UTC when it names no zone) of `--since`/`--until`."""
+    if text is None:
+        return None
+    try:
+        ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"{flag} {text!r}: not an ISO-8601 time (e.g. 2026-11-20T10:00:00Z)") from None
+    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+
+
+def _iso(ts: datetime | None) -> str | None:
+    return None if ts is None else ts.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def sources_of(text: str | None) -> frozenset[str] | None:
+    """`--verdict-sources human,code` as MLflow's source types (HUMAN, CODE); None: all."""
+    if not text or text == "all":
+        return None
+    return frozenset(part.strip().upper() for part in text.split(",") if part.strip())
+
+
+def counted(traces: Iterable[dict], desc: str) -> Iterator[dict]:
+    """The traces, with a progress bar on stderr (a terminal only)."""
+    with bar(None, desc, unit="trace") as progress:
+        for trace in traces:
+            yield trace
+            progress.update()
+
+
+def _finish(corpus_path: Path, serves: list, source: dict, out_dir: Path, now, how: str) -> GoldenSet:
+    corpus = load_corpus(corpus_path)
+    source = {**source, **describe_inputs(corpus=corpus_path)}
+    golden = carry_forward(build_golden(corpus, serves, source=source, now=now), out_dir, how)
+    write_golden(golden, out_dir, inputs=(corpus_path,))
+    return golden
+
+
+def build_from_mlflow(
+    corpus_path: Path,
+    out_dir: Path,
+    *,
+    uri: str,
+    experiment: str,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    filter_string: str | None = None,
+    mapping: TraceMapping | None = None,
+    verdict_sources: frozenset[str] | None = None,
+    now: datetime | None = None,
+    how: str = "build",
+) -> GoldenSet:
+    """A golden set from an MLflow experiment's traces, read page by page."""
+    from cortex_exp.tracking.traces import find_experiment, public_uri, read_traces, trace_filter
+
+    check_out_dir(out_dir, (corpus_path,))
+    load_corpus(corpus_path)  # a bad corpus is refused before the store is read
+    mapping = mapping or TraceMapping()
+    exp_id = find_experiment(uri, experiment)
+    reader = TraceReader(mapping, verdict_sources)
+    traces = read_traces(uri, exp_id, trace_filter(filter_string, since, until))
+    serves = reader.serves(counted(traces, "reading traces"))
+    source = {
+        "kind": "mlflow",
+        "tracking_uri": public_uri(uri),
+        "experiment": experiment,
+        "experiment_id": exp_id,
+        "filter": filter_string,
+        "since": _iso(since),
+        "until": _iso(until),
+        "verdict_sources": sorted(verdict_sources) if verdict_sources else "all",
+        "mapping": mapping.as_json(),
+        **reader.described(),
+    }
+    return _finish(corpus_path, serves, source, out_dir, now, how)
+
+
+def rebuild_from_source(source: dict, golden_dir: Path, corpus_path: Path, now: datetime | None) -> GoldenSet:
+    """`golden rebuild` of a set built from traces: the same source, window, filter and mapping."""
+    mapping = TraceMapping.from_settings(source.get("mapping"), f"{golden_dir}/manifest.json source.mapping")
+    picked = source.get("verdict_sources")
+    verdict_sources = None if picked in (None, "all") else frozenset(picked)
+    if source["kind"] == "mlflow":
+        return build_from_mlflow(  # credentials, which the manifest never holds: MLFLOW_TRACKING_USERNAME/PASSWORD
+            corpus_path,
+            golden_dir,
+            uri=source["tracking_uri"],
+            experiment=source["experiment"],
+            since=parse_time(source.get("since"), "source.since"),
+            until=parse_time(source.get("until"), "source.until"),
+            filter_string=source.get("filter"),
+            mapping=mapping,
+            verdict_sources=verdict_sources,
+            now=now,
+            how="rebuild",
+        )
+    raise InputError(f"{golden_dir}/manifest.json: source.kind {source['kind']!r} cannot be rebuilt from traces")
