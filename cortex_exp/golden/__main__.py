@@ -167,6 +167,19 @@ def build(args):
             mapping=TraceMapping.from_settings(read_map_file(args.map), str(args.map)),
             verdict_sources=sources.sources_of(args.verdict_sources),
         )
+    if args.source == "otlp":
+        from cortex_exp.golden.traces import TraceMapping, read_map_file
+
+        return sources.build_from_otlp(
+            args.corpus,
+            args.out,
+            args.files,
+            annotations=args.annotations,
+            since=sources.parse_time(args.since, "--since"),
+            until=sources.parse_time(args.until, "--until"),
+            mapping=TraceMapping.from_settings(read_map_file(args.map), str(args.map)),
+            verdict_sources=sources.sources_of(args.verdict_sources),
+        )
     return build_from_files(args.corpus, args.serves, args.out)
 
 

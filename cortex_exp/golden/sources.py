@@ -99,6 +99,53 @@ def build_from_mlflow(
     return _finish(corpus_path, serves, source, out_dir, now, how)
 
 
+def in_window(traces: Iterable[dict], since: datetime | None, until: datetime | None) -> Iterator[dict]:
+    lo = None if since is None else since.timestamp() * 1000
+    hi = None if until is None else until.timestamp() * 1000
+    for t in traces:
+        if (lo is None or t["request_time_ms"] >= lo) and (hi is None or t["request_time_ms"] < hi):
+            yield t
+
+
+def build_from_otlp(
+    corpus_path: Path,
+    out_dir: Path,
+    files: list[Path],
+    *,
+    annotations: Path | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    mapping: TraceMapping | None = None,
+    verdict_sources: frozenset[str] | None = None,
+    now: datetime | None = None,
+    how: str = "build",
+) -> GoldenSet:
+    """A golden set from OTLP/JSON files (and a file of document annotations)."""
+    from cortex_exp.golden.otlp import read_traces
+
+    if not files:
+        raise InputError("golden build --from otlp: give the OTLP/JSON file(s) to read")
+    inputs = (corpus_path, *files, *([annotations] if annotations else []))
+    check_out_dir(out_dir, inputs)
+    load_corpus(corpus_path)
+    mapping = mapping or TraceMapping()
+    reader = TraceReader(mapping, verdict_sources)
+    traces = in_window(read_traces(files, annotations, mapping.verdict), since, until)
+    serves = reader.serves(counted(traces, "reading traces"))
+    named = describe_inputs(**{f"file{i}": f for i, f in enumerate(files)})
+    source = {
+        "kind": "otlp",
+        "files": list(named.values()),
+        "annotations": describe_inputs(a=annotations)["a"] if annotations else None,
+        "since": _iso(since),
+        "until": _iso(until),
+        "verdict_sources": sorted(verdict_sources) if verdict_sources else "all",
+        "mapping": mapping.as_json(),
+        **reader.described(),
+    }
+    return _finish(corpus_path, serves, source, out_dir, now, how)
+
+
 def rebuild_from_source(source: dict, golden_dir: Path, corpus_path: Path, now: datetime | None) -> GoldenSet:
     """`golden rebuild` of a set built from traces: the same source, window, filter and mapping."""
     mapping = TraceMapping.from_settings(source.get("mapping"), f"{golden_dir}/manifest.json source.mapping")
@@ -118,4 +165,26 @@ def rebuild_from_source(source: dict, golden_dir: Path, corpus_path: Path, now: 
             now=now,
             how="rebuild",
         )
+    if source["kind"] == "otlp":
+        files = [_existing(f, golden_dir) for f in source.get("files") or ()]
+        notes = source.get("annotations")
+        return build_from_otlp(
+            corpus_path,
+            golden_dir,
+            files,
+            annotations=_existing(notes, golden_dir) if notes else None,
+            since=parse_time(source.get("since"), "source.since"),
+            until=parse_time(source.get("until"), "source.until"),
+            mapping=mapping,
+            verdict_sources=verdict_sources,
+            now=now,
+            how="rebuild",
+        )
     raise InputError(f"{golden_dir}/manifest.json: source.kind {source['kind']!r} cannot be rebuilt from traces")
+
+
+def _existing(entry, golden_dir: Path) -> Path:
+    path = Path(entry["path"]) if isinstance(entry, dict) and "path" in entry else None
+    if path is None or not path.exists():
+        raise InputError(f"{golden_dir}/manifest.json: source file {entry!r} no longer exists; cannot rebuild")
+    return path
