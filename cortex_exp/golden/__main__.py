@@ -150,6 +150,12 @@ def build(args):
         raise InputError(
             f"golden build: unexpected argument(s) {' '.join(map(str, args.files))} (files go with --from otlp)"
         )
+    only = {"experiment": "mlflow", "tracking_uri": "mlflow", "filter": "mlflow", "annotations": "otlp"}
+    only.update(since=args.source or "mlflow|otlp", until=args.source or "mlflow|otlp")
+    wrong = [k for k, src in only.items() if getattr(args, k) is not None and src != args.source]
+    if wrong:
+        flags = ", ".join("--" + k.replace("_", "-") for k in wrong)
+        raise InputError(f"golden build: {flags}: only with --from {only[wrong[0]]}")
     if args.source == "mlflow":
         if not args.experiment:
             raise InputError("golden build --from mlflow: --experiment NAME is required")
@@ -179,6 +185,10 @@ def build(args):
             until=sources.parse_time(args.until, "--until"),
             mapping=TraceMapping.from_settings(read_map_file(args.map), str(args.map)),
             verdict_sources=sources.sources_of(args.verdict_sources),
+        )
+    if args.map is not None:
+        return sources.build_from_map(
+            args.corpus, args.out, args.serves, args.map, verdict_sources=sources.sources_of(args.verdict_sources)
         )
     return build_from_files(args.corpus, args.serves, args.out)
 

@@ -146,11 +146,43 @@ def build_from_otlp(
     return _finish(corpus_path, serves, source, out_dir, now, how)
 
 
+def build_from_map(
+    corpus_path: Path,
+    out_dir: Path,
+    serves_path: Path,
+    map_path: Path,
+    *,
+    verdict_sources: frozenset[str] | None = None,
+    now: datetime | None = None,
+    how: str = "build",
+) -> GoldenSet:
+    """A golden set from a team's own JSONL, through the JMESPath expressions of MAP.yaml."""
+    from cortex_exp.golden.jsonmap import JsonMap, read_mapped
+    from cortex_exp.golden.traces import read_map_file
+
+    check_out_dir(out_dir, (corpus_path, serves_path, map_path))
+    load_corpus(corpus_path)
+    jmap = JsonMap.from_settings(read_map_file(map_path), str(map_path))
+    serves, described = read_mapped(serves_path, jmap, verdict_sources)
+    source = {
+        "kind": "serves",
+        **describe_inputs(serves=serves_path, map=map_path),
+        "verdict_sources": sorted(verdict_sources) if verdict_sources else "all",
+        **described,
+    }
+    return _finish(corpus_path, serves, source, out_dir, now, how)
+
+
 def rebuild_from_source(source: dict, golden_dir: Path, corpus_path: Path, now: datetime | None) -> GoldenSet:
     """`golden rebuild` of a set built from traces: the same source, window, filter and mapping."""
-    mapping = TraceMapping.from_settings(source.get("mapping"), f"{golden_dir}/manifest.json source.mapping")
     picked = source.get("verdict_sources")
     verdict_sources = None if picked in (None, "all") else frozenset(picked)
+    if source["kind"] == "serves":
+        serves, jmap = _existing(source.get("serves"), golden_dir), _existing(source.get("map"), golden_dir)
+        return build_from_map(
+            corpus_path, golden_dir, serves, jmap, verdict_sources=verdict_sources, now=now, how="rebuild"
+        )
+    mapping = TraceMapping.from_settings(source.get("mapping"), f"{golden_dir}/manifest.json source.mapping")
     if source["kind"] == "mlflow":
         return build_from_mlflow(  # credentials, which the manifest never holds: MLFLOW_TRACKING_USERNAME/PASSWORD
             corpus_path,
