@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from pathlib import Path
 
 from cortex_exp.data.jsonl import Problems, check_field, iter_jsonl
@@ -202,12 +203,16 @@ class ValueMap:
 
     def verdict(self, value) -> str | None:
         """The verdict `value` stands for, or None when the map does not know it."""
-        found = dict(self.values).get(_value_text(value))
+        found = self.table.get(_value_text(value))
         if found is not None or self.threshold is None:
             return found
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return "helped" if value >= self.threshold else "noise"
         return None
+
+    @cached_property
+    def table(self) -> dict[str, str]:
+        return dict(self.values)
 
     def as_json(self) -> dict:
         return {"values": dict(self.values), "threshold": self.threshold}

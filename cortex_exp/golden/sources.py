@@ -52,8 +52,7 @@ def counted(traces: Iterable[dict], desc: str) -> Iterator[dict]:
             progress.update()
 
 
-def _finish(corpus_path: Path, serves: list, source: dict, out_dir: Path, now, how: str) -> GoldenSet:
-    corpus = load_corpus(corpus_path)
+def _finish(corpus_path: Path, corpus, serves: list, source: dict, out_dir: Path, now, how: str) -> GoldenSet:
     source = {**source, **describe_inputs(corpus=corpus_path)}
     golden = carry_forward(build_golden(corpus, serves, source=source, now=now), out_dir, how)
     write_golden(golden, out_dir, inputs=(corpus_path,))
@@ -78,7 +77,7 @@ def build_from_mlflow(
     from cortex_exp.tracking.traces import find_experiment, public_uri, read_traces, trace_filter
 
     check_out_dir(out_dir, (corpus_path,))
-    load_corpus(corpus_path)  # a bad corpus is refused before the store is read
+    corpus = load_corpus(corpus_path)  # a bad corpus is refused before the store is read
     mapping = mapping or TraceMapping()
     exp_id = find_experiment(uri, experiment)
     reader = TraceReader(mapping, verdict_sources)
@@ -96,7 +95,7 @@ def build_from_mlflow(
         "mapping": mapping.as_json(),
         **reader.described(),
     }
-    return _finish(corpus_path, serves, source, out_dir, now, how)
+    return _finish(corpus_path, corpus, serves, source, out_dir, now, how)
 
 
 def in_window(traces: Iterable[dict], since: datetime | None, until: datetime | None) -> Iterator[dict]:
@@ -127,7 +126,7 @@ def build_from_otlp(
         raise InputError("golden build --from otlp: give the OTLP/JSON file(s) to read")
     inputs = (corpus_path, *files, *([annotations] if annotations else []))
     check_out_dir(out_dir, inputs)
-    load_corpus(corpus_path)
+    corpus = load_corpus(corpus_path)
     mapping = mapping or TraceMapping()
     reader = TraceReader(mapping, verdict_sources)
     traces = in_window(read_traces(files, annotations, mapping.verdict), since, until)
@@ -143,7 +142,7 @@ def build_from_otlp(
         "mapping": mapping.as_json(),
         **reader.described(),
     }
-    return _finish(corpus_path, serves, source, out_dir, now, how)
+    return _finish(corpus_path, corpus, serves, source, out_dir, now, how)
 
 
 def build_from_map(
@@ -161,7 +160,7 @@ def build_from_map(
     from cortex_exp.golden.traces import read_map_file
 
     check_out_dir(out_dir, (corpus_path, serves_path, map_path))
-    load_corpus(corpus_path)
+    corpus = load_corpus(corpus_path)
     jmap = JsonMap.from_settings(read_map_file(map_path), str(map_path))
     serves, described = read_mapped(serves_path, jmap, verdict_sources)
     source = {
@@ -170,7 +169,7 @@ def build_from_map(
         "verdict_sources": sorted(verdict_sources) if verdict_sources else "all",
         **described,
     }
-    return _finish(corpus_path, serves, source, out_dir, now, how)
+    return _finish(corpus_path, corpus, serves, source, out_dir, now, how)
 
 
 def rebuild_from_source(source: dict, golden_dir: Path, corpus_path: Path, now: datetime | None) -> GoldenSet:
