@@ -43,6 +43,7 @@ from cortex_exp.settings import (
     GateSettings,
     MetricSettings,
     MlflowSettings,
+    ParallelSettings,
     RetrieverSettings,
     RowSettings,
     RunSettings,
@@ -86,6 +87,7 @@ def register() -> None:
         ("mlflow", MlflowSettings),
         ("faults", FaultSettings),
         ("cache", CacheSettings),
+        ("parallel", ParallelSettings),
     ):
         cs.store(group=group, name="default", node=node)
     cs.store(group="row", name="_schema", node=RowSettings)
@@ -200,6 +202,7 @@ def settings_from_cfg(
         faults=_to_object(cfg.faults, FaultSettings, "faults"),
         mlflow=_to_object(cfg.mlflow, MlflowSettings, "mlflow"),
         cache=_to_object(cfg.cache, CacheSettings, "cache"),
+        parallel=_to_object(cfg.parallel, ParallelSettings, "parallel"),
         parent_run_id=parent_run_id,
         swept=dict(swept or {}),
         config_yaml=OmegaConf.to_yaml(OmegaConf.create(logged)),

@@ -87,12 +87,14 @@ def lineage_lines(lineage: dict | None) -> list[str]:
     """What a build that replaced a set says about it (`golden diff OLD NEW` lists it all)."""
     if not lineage:
         return []
+    aside = lineage.get("manual_set_aside") or lineage.get("changes", {}).get("manual_set_aside")
+    aside = f"; manual judgments set aside in {aside['file']}" if aside else ""
     if lineage.get("verified") is False:
-        return [f"  replaces {lineage.get('previous_golden_id')}, which did not verify: nothing carried over"]
+        return [f"  replaces {lineage.get('previous_golden_id')}, which did not verify: nothing carried over{aside}"]
     from cortex_exp.golden.diff import summary as changed
 
     ch = lineage["changes"]
-    carried = f"; manual judgments carried {ch['manual_carried']}" if "manual_carried" in ch else ""
+    carried = f"; manual judgments carried {ch['manual_carried']}{aside}" if "manual_carried" in ch else ""
     return textwrap.wrap(
         f"replaces golden_id {lineage['previous_golden_id']} ({lineage['how']}): {changed(ch)}{carried}",
         WIDTH,
@@ -112,8 +114,8 @@ def run_review(args) -> None:
         f"{len(golden.queries)} queries (B surfaced {by_b}, A {len(rows) - by_b}) -> {args.out}"
     )
     print(
-        f"fill the column verdict with positive or noise, then: python -m cortex_exp.golden add-judgments "
-        f"{golden.path} {args.out}",
+        "fill the column verdict with positive or noise (or helped, wrong), then: "
+        f"python -m cortex_exp.golden add-judgments {golden.path} {args.out}",
         file=sys.stderr,
     )
 

@@ -33,7 +33,7 @@ def build_from_files(
 def rebuild(golden_dir: Path, now: datetime | None = None) -> GoldenSet:
     """Rebuild in place from the inputs the manifest names (part of every reindex). Reads only
     the manifest: a set whose files were modified is rebuilt, not refused (and then carries
-    nothing of it: `lineage`)."""
+    nothing of it, its manual judgments written aside first: `lineage.carry_forward`)."""
     from cortex_exp.golden.beir import import_beir
 
     golden_dir = Path(golden_dir)

@@ -18,6 +18,7 @@ from cortex_exp import interrupts, metrics, tracking
 from cortex_exp.data.corpus import Corpus, load_corpus
 from cortex_exp.errors import GateRefused, InputError
 from cortex_exp.golden import GoldenSet, load_golden
+from cortex_exp.parallel import use_workers
 from cortex_exp.retrievers.base import Index, Ranking
 from cortex_exp.rows import RowSpec, rerank, row_spec
 from cortex_exp.run import describe, gates
@@ -77,6 +78,7 @@ class Prepared:
 def run(settings: RunSettings) -> Outcome:
     """Refuse early (unreachable MLflow, bad input, stale set, component down), then open the
     MLflow run, measure and log inside it."""
+    use_workers(settings.parallel.workers)
     uri = tracking.resolve_uri(settings.mlflow.tracking_uri)
     tracking.check_reachable(uri)
     row = _row(settings.row)
