@@ -6,6 +6,7 @@ verdict sources; and every bad input exits as docs/interface.md §5 says, writin
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import mlflow
 import pytest
@@ -268,3 +269,27 @@ def test_an_unreachable_store_exits_4(tmp_path, capsys):
 def test_the_manifest_never_holds_credentials():
     assert public_uri("https://alice:s3cret@mlflow.example.com/") == "https://mlflow.example.com/"
     assert public_uri("sqlite:////tmp/mlflow.db") == "sqlite:////tmp/mlflow.db"
+
+
+def test_a_filter_mlflow_refuses_exits_2(store, tmp_path, capsys):
+    uri, corpus = store
+    experiment(uri, "filtered")
+    log_serve("Fix it", ["d1"], [("d1", "helped", human())])
+    assert build(uri, corpus, tmp_path / "out", "filtered", "--filter", "tags.project ~~ 3") == 2
+    assert "--filter: MLflow refused the filter" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_window_keeps_the_traces_requested_in_it(store, tmp_path):
+    uri, corpus = store
+    experiment(uri, "window")
+    log_serve("Early task", ["d1"], [("d1", "helped", human())])
+    middle = mlflow.get_trace(mlflow.get_last_active_trace_id()).info.request_time + 1
+    log_serve("Late task", ["d2"], [("d2", "helped", human())])
+    since = datetime.fromtimestamp(middle / 1000, UTC).isoformat()
+    assert build(uri, corpus, tmp_path / "late", "window", "--since", since) == 0
+    assert [json.loads(q)["text"] for q in (tmp_path / "late" / "queries.jsonl").read_text().splitlines()] == [
+        "Late task"
+    ]
+    m = manifest(tmp_path / "late")
+    assert m["source"]["traces"] == 1 and m["source"]["since"].startswith(since[:19])

@@ -64,6 +64,8 @@ def trace_filter(user_filter: str | None, since: datetime | None, until: datetim
 
 def read_traces(uri: str, experiment_id: str, filter_string: str | None, page: int = PAGE) -> Iterator[dict]:
     """Every trace of the experiment that the filter keeps, oldest first, as plain dicts."""
+    from mlflow.exceptions import MlflowException
+
     c, token = client(uri), None
     while True:
         with guard(uri):
@@ -75,9 +77,9 @@ def read_traces(uri: str, experiment_id: str, filter_string: str | None, page: i
                     order_by=["timestamp_ms ASC"],
                     page_token=token,
                 )
-            except Exception as exc:
-                if type(exc).__name__ == "MlflowException" and "filter" in str(exc).lower():
-                    raise InputError(f"--filter {filter_string!r}: MLflow refused it: {exc}") from None
+            except MlflowException as exc:
+                if exc.error_code == "INVALID_PARAMETER_VALUE" and "filter" in str(exc).lower():
+                    raise InputError(f"--filter: MLflow refused the filter {filter_string!r}: {exc}") from None
                 raise
         for trace in found:
             yield plain(trace)
