@@ -271,6 +271,11 @@ def test_the_manifest_never_holds_credentials():
     assert public_uri("sqlite:////tmp/mlflow.db") == "sqlite:////tmp/mlflow.db"
 
 
+def test_a_relative_sqlite_store_is_recorded_by_its_absolute_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert public_uri("sqlite:///mlflow.db") == f"sqlite:///{tmp_path.resolve()}/mlflow.db"
+
+
 def test_a_filter_mlflow_refuses_exits_2(store, tmp_path, capsys):
     uri, corpus = store
     experiment(uri, "filtered")

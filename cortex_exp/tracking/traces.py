@@ -21,13 +21,17 @@ from urllib.parse import urlsplit, urlunsplit
 
 from cortex_exp.errors import InputError
 from cortex_exp.tracking.runs import guard
-from cortex_exp.tracking.store import check_reachable, client
+from cortex_exp.tracking.store import check_reachable, client, sqlite_path
 
 PAGE = 100  # traces per page: one page in memory at a time
 
 
 def public_uri(uri: str) -> str:
-    """`uri` without the credentials it may carry (user:password@host), for the manifest."""
+    """`uri` as the manifest records it: without the credentials it may carry (user:password@host),
+    an sqlite database by its absolute path (a rebuild elsewhere reads the same store)."""
+    db = sqlite_path(uri)
+    if db is not None:
+        return f"sqlite:///{db.resolve()}"
     parts = urlsplit(uri)
     if "@" not in parts.netloc:
         return uri
