@@ -192,7 +192,7 @@ def test_the_value_map_reads_thumbs_booleans_and_scores(store, tmp_path):
     log_serve("Thumbs", ["d1", "d2"], [("d1", "thumbs_up", human()), ("d2", "thumbs_down", human())])
     log_serve("Booleans", ["d1", "d2"], [("d1", True, human()), ("d2", False, human())])
     log_serve("Scores", ["d1", "d2", "d3"], [("d1", 0.9, human()), ("d2", 0.2, human()), ("d3", 0.5, human())])
-    (tmp_path / "map.yaml").write_text("presets: [thumbs, booleans]\nthreshold: 0.5\n")
+    (tmp_path / "map.yaml").write_text("presets: [thumbs, booleans]\nthreshold: 0.5\nserve_id: tags.project\n")
     assert build(uri, corpus, tmp_path / "golden", "values", "--map", str(tmp_path / "map.yaml")) == 0
     queries = {
         q["qid"]: q["text"] for q in map(json.loads, (tmp_path / "golden" / "queries.jsonl").read_text().splitlines())
@@ -211,6 +211,8 @@ def test_the_value_map_reads_thumbs_booleans_and_scores(store, tmp_path):
         ("Scores", "d3"): "positive",  # >= threshold
     }
     assert manifest(tmp_path / "golden")["source"]["mapping"]["values"]["threshold"] == 0.5
+    serve_ids = [json.loads(q)["serve_ids"] for q in (tmp_path / "golden" / "queries.jsonl").read_text().splitlines()]
+    assert serve_ids == [["p1"]] * 3  # serve_id: a dotted path into the trace
 
 
 def test_an_experiment_that_does_not_exist_exits_2_naming_it(store, tmp_path, capsys):
