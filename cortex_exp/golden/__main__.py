@@ -158,41 +158,31 @@ def build(args):
     if wrong:
         flags = ", ".join("--" + k.replace("_", "-") for k in wrong)
         raise InputError(f"golden build: {flags}: only with --from {only[wrong[0]]}")
-    if args.source == "mlflow":
-        if not args.experiment:
-            raise InputError("golden build --from mlflow: --experiment NAME is required")
-        from cortex_exp.golden.traces import TraceMapping, read_map_file
-        from cortex_exp.tracking import resolve_uri
+    if args.verdict_sources is not None and args.source is None and args.map is None:
+        raise InputError("golden build: --verdict-sources: only with --from or --map (serves.jsonl names no source)")
+    picked = sources.sources_of(args.verdict_sources)
+    if args.source is None:
+        if args.map is not None:
+            return sources.build_from_map(args.corpus, args.out, args.serves, args.map, verdict_sources=picked)
+        return build_from_files(args.corpus, args.serves, args.out)
+    from cortex_exp.golden.traces import TraceMapping, read_map_file
 
-        return sources.build_from_mlflow(
-            args.corpus,
-            args.out,
-            uri=resolve_uri(args.tracking_uri),
-            experiment=args.experiment,
-            since=sources.parse_time(args.since, "--since"),
-            until=sources.parse_time(args.until, "--until"),
-            filter_string=args.filter,
-            mapping=TraceMapping.from_settings(read_map_file(args.map), str(args.map)),
-            verdict_sources=sources.sources_of(args.verdict_sources),
-        )
+    common = {
+        "since": sources.parse_time(args.since, "--since"),
+        "until": sources.parse_time(args.until, "--until"),
+        "mapping": TraceMapping.from_settings(read_map_file(args.map), str(args.map)),
+        "verdict_sources": picked,
+    }
     if args.source == "otlp":
-        from cortex_exp.golden.traces import TraceMapping, read_map_file
+        return sources.build_from_otlp(args.corpus, args.out, args.files, annotations=args.annotations, **common)
+    if not args.experiment:
+        raise InputError("golden build --from mlflow: --experiment NAME is required")
+    from cortex_exp.tracking import resolve_uri
 
-        return sources.build_from_otlp(
-            args.corpus,
-            args.out,
-            args.files,
-            annotations=args.annotations,
-            since=sources.parse_time(args.since, "--since"),
-            until=sources.parse_time(args.until, "--until"),
-            mapping=TraceMapping.from_settings(read_map_file(args.map), str(args.map)),
-            verdict_sources=sources.sources_of(args.verdict_sources),
-        )
-    if args.map is not None:
-        return sources.build_from_map(
-            args.corpus, args.out, args.serves, args.map, verdict_sources=sources.sources_of(args.verdict_sources)
-        )
-    return build_from_files(args.corpus, args.serves, args.out)
+    uri = resolve_uri(args.tracking_uri)
+    return sources.build_from_mlflow(
+        args.corpus, args.out, uri=uri, experiment=args.experiment, filter_string=args.filter, **common
+    )
 
 
 HANDLERS = {"review": run_review, "add-judgments": run_add_judgments, "diff": run_diff}
