@@ -95,3 +95,36 @@ def test_the_digest_is_the_plans_content():
     assert again == plan and again.digest() == plan.digest() == digest_of(plan.as_dict())
     changed = dict(plan.as_dict(), min_effect_value=0.01)
     assert digest_of(changed) != plan.digest()
+
+
+def test_each_reason_a_plan_cannot_decide_is_one_line():
+    from cortex_exp.compare.planned import void_reasons
+
+    base = baseline()
+    plan = make_plan(base, "recall_at_24", "0.02")
+    cand = RunRecord("c" * 32, "core/bm25_v2", "FINISHED", "0", {"golden_id": "g1", "row": "core"}, {}, [])
+    clean = dict(recorded_digest=plan.digest(), plan_start=1_000, base=base, cand=cand, cand_start=2_000)
+    assert void_reasons(plan, n_candidates=1, **clean) == []
+    late = void_reasons(plan, n_candidates=1, **{**clean, "plan_start": 3_000})
+    assert late == [
+        f"the plan was made at 1970-01-01T00:00:03.000Z, after candidate {cand.label} started at "
+        "1970-01-01T00:00:02.000Z: a plan written after the result does not decide"
+    ]
+    changed = void_reasons(plan, n_candidates=1, **{**clean, "recorded_digest": "0" * 64})
+    assert len(changed) == 1 and changed[0].startswith("the plan was changed after it was made")
+    other = RunRecord("d" * 32, "core/dense", "FINISHED", "0", {"golden_id": "g2", "degraded": "true"}, {}, [])
+    found = void_reasons(plan, n_candidates=3, not_deciding=("WARNING: REFERENCE ONLY",), **{**clean, "cand": other})
+    assert [line.split(" ")[1] for line in found] == ["candidate", "candidate", "plan", "comparison"]
+    assert "golden set g2, the plan's is g1" in found[0] and "is degraded" in found[1]
+    assert "--candidates 3" in found[2] and found[3] == "this comparison does not decide: WARNING: REFERENCE ONLY"
+    wrong_base = void_reasons(plan, n_candidates=1, **{**clean, "base": cand, "cand": cand})
+    assert wrong_base[0].startswith(f"the baseline is run {cand.label}, the plan's is {base.run_id}")
+
+
+def test_the_reuse_warning_comes_past_the_limit():
+    from cortex_exp.compare.planned import reuse_warning
+
+    assert reuse_warning(20, 20, "g1") is None
+    warning = reuse_warning(21, 20, "g1", {"holdout": 21, "dev": 3})
+    assert warning.startswith("WARNING: GOLDEN SET REUSED 21 TIMES: golden set g1")
+    assert "by part: dev 3, holdout 21" in warning and "gates.max_decisions = 20" in warning

@@ -120,3 +120,72 @@ class Plan:
 def digest_of(data: dict) -> str:
     text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+BLOCKING_TAGS = (
+    ("degraded", "is degraded (a gate was overridden)"),
+    ("stale_override", "ran on a stale golden set (gates.allow_stale)"),
+    ("corpus_moved", "ran on a corpus that moved from its golden set (WARNING: CORPUS MOVED)"),
+)
+
+
+def _when(ms: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def void_reasons(
+    plan: Plan,
+    recorded_digest: str,
+    plan_start: int,
+    base,
+    cand,
+    cand_start: int,
+    n_candidates: int,
+    not_deciding: tuple[str, ...] = (),
+) -> list[str]:
+    """Why a plan cannot decide for this candidate, one line each (empty: it can).
+
+    `base` and `cand` are fetched runs (their tags); `plan_start` and `cand_start` the runs' start
+    times (ms); `not_deciding`: why the comparison itself does not decide, as compare said it."""
+    out = []
+    if plan.digest() != recorded_digest:
+        out.append(
+            f"the plan was changed after it was made: its plan.json gives digest {plan.digest()[:12]}, "
+            f"it was recorded with {recorded_digest[:12] or 'none'}"
+        )
+    if plan_start > cand_start:
+        out.append(
+            f"the plan was made at {_when(plan_start)}, after candidate {cand.label} started at "
+            f"{_when(cand_start)}: a plan written after the result does not decide"
+        )
+    if base.run_id != plan.baseline:
+        out.append(f"the baseline is run {base.label}, the plan's is {plan.baseline} ({plan.baseline_name})")
+    for side, run in (("baseline", base), ("candidate", cand)):
+        if run.tag("golden_id") != plan.golden_id:
+            out.append(
+                f"the {side} {run.label} ran on golden set {run.tag('golden_id') or '?'}, the plan's is {plan.golden_id}"
+            )
+        out += [f"the {side} {run.label} {why}" for tag, why in BLOCKING_TAGS if run.flag(tag)]
+    if n_candidates > plan.candidates:
+        out.append(
+            f"the plan was made for {plan.candidates} candidate(s) and {n_candidates} are compared: its level "
+            f"{plan.level:.4g} does not cover them (make a plan with --candidates {n_candidates})"
+        )
+    return out + [f"this comparison does not decide: {why}" for why in not_deciding]
+
+
+def reuse_warning(count: int, limit: int, golden_id: str, by_part: dict[str, int] | None = None) -> str | None:
+    """`WARNING: GOLDEN SET REUSED <n> TIMES` when the decisions made on `golden_id` (this one
+    included) pass `gates.max_decisions`; None until then."""
+    if count <= limit:
+        return None
+    parts = f" (by part: {', '.join(f'{k} {v}' for k, v in sorted(by_part.items()))})" if by_part else ""
+    return (
+        f"WARNING: GOLDEN SET REUSED {count} TIMES: golden set {golden_id} has now made {count} decisions{parts}, "
+        f"past gates.max_decisions = {limit}; each decision leaks a little of it into the choices, and "
+        f"{count} decisions at alpha 0.05 expect {count * 0.05:.1f} false ships among changes that do nothing. "
+        "Decide on a fresh set: build one from newer serves, or split one "
+        "(python -m cortex_exp.golden split GOLDEN --holdout 0.3 --seed S --out DIR) and plan with --holdout"
+    )

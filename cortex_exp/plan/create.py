@@ -97,7 +97,10 @@ def make_plan(
     golden_id = baseline.tag("golden_id")
     if not golden_id:
         raise InputError(f"run {baseline.label}: carries no golden_id tag; a plan is made on a benchmark run")
-    named, effect = parse_effect(min_effect)
+    try:
+        named, effect = parse_effect(min_effect)
+    except InputError as exc:
+        raise InputError(str(exc).replace("--effect", "--min-effect", 1)) from None
     if named is not None:
         raise InputError(f"--min-effect {min_effect!r}: a size (5%, 0.2sd, 0.02); the metric is --primary")
     values = metric_values(baseline, primary)
