@@ -9,8 +9,13 @@ import pytest
 from scipy import stats as sps
 
 from cortex_exp.compare import stats
-from cortex_exp.compare.permutation import N_FLIPS, SignFlips, permutation_interval
+from cortex_exp.compare.permutation import N_FLIPS, SignFlips
 from cortex_exp.errors import InputError
+
+
+def permutation_interval(d, seed: int = 0, level: float = 0.95) -> stats.Interval:
+    """`--ci permutation` as compare draws it: the kind registered in compare.stats."""
+    return stats.interval(np.asarray(d, dtype=float), "permutation", stats.Draw(None, seed, "percentile", level))
 
 
 def scipy_p(d: np.ndarray, seed: int = 0) -> float:

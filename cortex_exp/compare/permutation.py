@@ -29,7 +29,6 @@ import itertools
 
 import numpy as np
 
-from cortex_exp.compare.stats import LEVEL, Interval
 from cortex_exp.errors import InputError
 
 N_FLIPS = 10_000
@@ -98,15 +97,18 @@ def _random_flips(d: np.ndarray, rng: np.random.Generator, n_flips: int) -> tupl
     return a, c
 
 
-def permutation_interval(d: np.ndarray, seed: int | None = 0, level: float = LEVEL, n_flips: int = N_FLIPS) -> Interval:
-    """The sign-flip p of mean(d) = 0 and the interval that inverts the test at `level`.
-    Too few queries for that level (every p stays above 1 − level): exit 2, saying how many."""
+def permutation_interval(
+    d: np.ndarray, seed: int | None = 0, level: float = 0.95, n_flips: int = N_FLIPS
+) -> tuple[float, float, float]:
+    """(low, high, p): the sign-flip p of mean(d) = 0 and the interval that inverts the test at
+    `level` (`compare.stats` makes it an `Interval`, `--ci permutation`). Too few queries for
+    that level (every p stays above 1 − level): exit 2, saying how many."""
     d = np.asarray(d, dtype=float)
     if not np.any(d):
-        return Interval(0.0, 0.0, 1.0)
+        return 0.0, 0.0, 1.0
     flips = SignFlips(d, seed, n_flips)
     if np.ptp(d) == 0.0:  # one value: every shift but that one is rejected alike
-        return Interval(float(d[0]), float(d[0]), flips.p_value(0.0))
+        return float(d[0]), float(d[0]), flips.p_value(0.0)
     alpha = 1.0 - level
     if flips.smallest_p() > alpha:
         need = next(n for n in range(2, 64) if 2.0 / 2**n <= alpha)
@@ -115,4 +117,4 @@ def permutation_interval(d: np.ndarray, seed: int | None = 0, level: float = LEV
             f"sign-flip p is never below {flips.smallest_p():.4g}); it needs at least {need} queries, "
             "or use --ci t"
         )
-    return Interval(flips.end(-1.0, alpha), flips.end(1.0, alpha), flips.p_value(0.0))
+    return flips.end(-1.0, alpha), flips.end(1.0, alpha), flips.p_value(0.0)

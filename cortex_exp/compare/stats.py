@@ -25,6 +25,7 @@ import numpy as np
 from scipy import special
 
 from cortex_exp.compare.effect import DEFAULT, Effect, ResolvedEffect
+from cortex_exp.compare.permutation import permutation_interval
 from cortex_exp.errors import InputError
 
 LEVEL = 0.95
@@ -191,12 +192,18 @@ def _cluster(d: np.ndarray, draw: Draw) -> Interval:
     return _from_boot(d, boot, draw)
 
 
+def _permutation(d: np.ndarray, draw: Draw) -> Interval:
+    """The paired sign-flip test and the interval that inverts it (`compare.permutation`)."""
+    return Interval(*permutation_interval(d, draw.seed, draw.level))
+
+
 # `--ci` kind -> how its interval of mean(d) is drawn; `resamples`: whether it draws N_BOOT
 # resamples (a progress bar). A new kind is one function and one entry here.
 INTERVALS: dict[str, tuple[Callable[[np.ndarray, Draw], Interval], bool]] = {
     "t": (_t, False),
     "bootstrap": (_bootstrap, True),
     "cluster": (_cluster, True),
+    "permutation": (_permutation, False),
 }
 
 
