@@ -165,7 +165,8 @@ def void_reasons(
     for side, run in (("baseline", base), ("candidate", cand)):
         if run.tag("golden_id") != plan.golden_id:
             out.append(
-                f"the {side} {run.label} ran on golden set {run.tag('golden_id') or '?'}, the plan's is {plan.golden_id}"
+                f"the {side} {run.label} ran on golden set {run.tag('golden_id') or '?'}, "
+                f"the plan's is {plan.golden_id}"
             )
         out += [f"the {side} {run.label} {why}" for tag, why in BLOCKING_TAGS if run.flag(tag)]
     if n_candidates > plan.candidates:

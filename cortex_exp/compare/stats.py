@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from cortex_exp.compare.decision import equivalence_verdict
 from cortex_exp.compare.effect import DEFAULT, Effect, ResolvedEffect
 from cortex_exp.compare.permutation import permutation_interval
 from cortex_exp.errors import InputError
@@ -293,6 +294,7 @@ class MetricResult:
     higher_is_better: bool
     effect: ResolvedEffect  # what queries_needed is computed for
     detectable: float  # the smallest difference these queries detect with 80% power
+    margin: ResolvedEffect | None = None  # --min-effect on this metric's scale: `equivalent` inside ±it
 
     def verdict(self, p_value: float | None = None, alpha: float = 0.05) -> str:
         return verdict(self, p_value, alpha)
@@ -301,10 +303,14 @@ class MetricResult:
 def verdict(m: MetricResult, p_value: float | None = None, alpha: float = 0.05) -> str:
     """The verdict of one metric (docs/interface.md §7), the only place it is decided:
     `indistinguishable` when the interval holds 0 (or a given adjusted p is >= alpha), else
-    `better` or `worse` in the metric's own direction (noise: lower is better)."""
+    `better` or `worse` in the metric's own direction (noise: lower is better); with a margin
+    (`--min-effect`), `equivalent` before any of them when the interval lies inside ±margin."""
     if m.interval.contains_zero() or (p_value is not None and p_value >= alpha):
-        return "indistinguishable"
-    return "better" if (m.diff > 0) == m.higher_is_better else "worse"
+        moved = "indistinguishable"
+    else:
+        moved = "better" if (m.diff > 0) == m.higher_is_better else "worse"
+    margin = m.margin.value if m.margin is not None else None
+    return equivalence_verdict(moved, m.interval.low, m.interval.high, margin)
 
 
 def analyse(
@@ -314,6 +320,7 @@ def analyse(
     higher_is_better: bool,
     interval: Interval | None = None,
     effect: Effect = DEFAULT,
+    min_effect: Effect | None = None,
 ) -> MetricResult:
     """All figures of one metric; `interval` defaults to the paired t interval, `effect` is
     put on the metric's scale (`Effect.resolve`) before `queries_needed` is computed for it."""
@@ -334,4 +341,5 @@ def analyse(
         higher_is_better=higher_is_better,
         effect=resolved,
         detectable=detectable_effect(len(d), sd),
+        margin=min_effect.resolve(mean_a, mean_b, sd) if min_effect is not None else None,
     )
