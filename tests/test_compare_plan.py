@@ -186,3 +186,23 @@ def test_bad_input_is_exit_2(store, capsys, args, message):
     uri, exp, runs = store
     code = compare_main([runs["base"], runs["base"], *args, "--tracking-uri", uri, "--no-log"])
     assert code == 2 and message in capsys.readouterr().err
+
+
+def test_decisions_on_a_held_out_part_are_counted_by_part(tmp_path_factory, capsys):
+    tmp, uri, exp = new_store(tmp_path_factory)
+    base = log_run(exp, "core/bm25_v1", rows(), golden="gH")
+    mlflow.log_dict(
+        {"golden_id": "gH", "split": {"part": "holdout", "parent": "gP"}}, "golden_manifest.json", run_id=base
+    )
+    mlflow.set_tracking_uri(None)
+    plan_id = plan(capsys, uri, "--holdout")
+    cand = later(uri, exp, "core/held", rows(0.1, 0.05), golden="gH")
+    code = compare_main([base, cand, "--plan", plan_id, "--tracking-uri", uri])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    said = " ".join(out.split())  # the lines as read, unwrapped
+    assert "decisions on golden set gH (holdout part of gP): 1, this one included" in said
+    assert "by part: holdout 1" in said
+    comp_id = out.strip().splitlines()[-1].split("comparison_run_id: ")[1]
+    tags = mlflow.MlflowClient(uri).get_run(comp_id).data.tags
+    assert (tags["decision_golden_part"], tags["decision_golden_parent"]) == ("holdout", "gP")
