@@ -139,11 +139,10 @@ def test_void_for_each_reason(store, capsys):
     assert result["decision"]["reasons"][0].startswith("the plan was changed after it was made")
 
 
-def test_a_golden_set_reused_past_max_decisions_warns(tmp_path_factory, capsys):
-    tmp, uri, exp = new_store(tmp_path_factory)
-    base = log_run(exp, "core/bm25_v1", rows(), golden="g7")
-    mlflow.set_tracking_uri(None)
-    plan_id = plan(capsys, uri)
+def test_a_golden_set_reused_past_max_decisions_warns(store, capsys):
+    uri, exp, _ = store
+    base = later(uri, exp, "core/base7", rows(), golden="g7")  # a golden set of its own: its own count
+    plan_id = plan(capsys, uri, baseline=base)
     counts = []
     for i in range(3):
         cand = later(uri, exp, f"core/try{i}", rows(0.1, 0.05), golden="g7")
@@ -188,14 +187,12 @@ def test_bad_input_is_exit_2(store, capsys, args, message):
     assert code == 2 and message in capsys.readouterr().err
 
 
-def test_decisions_on_a_held_out_part_are_counted_by_part(tmp_path_factory, capsys):
-    tmp, uri, exp = new_store(tmp_path_factory)
-    base = log_run(exp, "core/bm25_v1", rows(), golden="gH")
-    mlflow.log_dict(
-        {"golden_id": "gH", "split": {"part": "holdout", "parent": "gP"}}, "golden_manifest.json", run_id=base
-    )
-    mlflow.set_tracking_uri(None)
-    plan_id = plan(capsys, uri, "--holdout")
+def test_decisions_on_a_held_out_part_are_counted_by_part(store, capsys):
+    uri, exp, _ = store
+    base = later(uri, exp, "core/baseH", rows(), golden="gH")
+    manifest = {"golden_id": "gH", "split": {"part": "holdout", "parent": "gP"}}
+    mlflow.MlflowClient(uri).log_dict(base, manifest, "golden_manifest.json")
+    plan_id = plan(capsys, uri, "--holdout", baseline=base)
     cand = later(uri, exp, "core/held", rows(0.1, 0.05), golden="gH")
     code = compare_main([base, cand, "--plan", plan_id, "--tracking-uri", uri])
     out, err = capsys.readouterr()
