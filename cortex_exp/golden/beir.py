@@ -10,8 +10,9 @@ from datetime import datetime
 from pathlib import Path
 
 from cortex_exp.data.corpus import Corpus, Document, write_corpus
-from cortex_exp.data.files import read_input
+from cortex_exp.data.files import decode_text, read_input
 from cortex_exp.data.jsonl import Problems, brief, check_field, iter_jsonl
+from cortex_exp.data.trec import WHOLE
 from cortex_exp.errors import InputError
 from cortex_exp.golden.filters import FILTERS
 from cortex_exp.golden.lineage import carry_forward
@@ -66,11 +67,7 @@ def read_beir_corpus(path: Path) -> list[Document]:
 
 
 def _qrels_text(path: Path) -> str:
-    raw = read_input(path, "a qrels file")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}") from None
+    return decode_text(read_input(path, "a qrels file"), path)
 
 
 def read_qrels(path: Path) -> list[tuple[str, str, int]]:
@@ -88,11 +85,10 @@ def read_qrels(path: Path) -> list[tuple[str, str, int]]:
         if len(parts) != 3:
             problems.add(number, f"expected 'query-id corpus-id score', got {len(parts)} columns")
             continue
-        try:
-            score = int(parts[2])
-        except ValueError:
+        if not WHOLE.fullmatch(parts[2]):  # int() would read `1_0` as 10
             problems.add(number, f"score must be an integer, got {parts[2][:40]!r}")
             continue
+        score = int(parts[2])
         pair = (parts[0], parts[1])
         if pair in first:
             was, at = first[pair]
