@@ -18,7 +18,7 @@ def fetch_candidates(client, opts, base) -> list:
 
     if not opts.runs_from:
         return [fetch_run(client, s, opts.experiment) for s in opts.runs[1:]]
-    _, children = fetch_sweep(client, opts.runs_from, opts.experiment)
+    _, children = fetch_sweep(client, opts.runs_from, opts.experiment, "--runs-from")
     return [c for c in children if c.run_id != base.run_id]
 
 

@@ -82,9 +82,10 @@ def log_many(uri: str, many: Many, opts, files: list[Path]) -> str:
         for path in files:
             log.log_file(path)
         comparison_id = log.run_id
-    link = f"[{name}]({tracking.run_link(base.experiment_id, comparison_id)})"
-    tag_compared(uri, comparison_id, link, base, "A (baseline)", f"{n} candidates")
-    for c, p in zip(many.candidates, many.pairs):
-        summary = "decides" if p.result["decides"] else "does not decide"
-        tag_compared(uri, comparison_id, link, c, "B (candidate)", other_name(base), summary)
+        link = f"[{name}]({tracking.run_link(base.experiment_id, comparison_id)})"
+        # inside the run: a failure here ends the comparison FAILED, never FINISHED half-linked
+        tag_compared(uri, comparison_id, link, base, "A (baseline)", f"{n} candidates")
+        for c, p in zip(many.candidates, many.pairs):
+            summary = "decides" if p.result["decides"] else "does not decide"
+            tag_compared(uri, comparison_id, link, c, "B (candidate)", other_name(base), summary)
     return comparison_id

@@ -104,10 +104,11 @@ def log_comparison(uri: str, a, b, result: dict, opts, files: list[Path], judged
         for path in files:
             log.log_file(path)
         comparison_id = log.run_id
-    summary = "decides" if result["decides"] else "does not decide"
-    link = f"[{name}]({tracking.run_link(b.experiment_id, comparison_id)})"
-    tag_compared(uri, comparison_id, link, a, "A (baseline)", other_name(b), summary)
-    tag_compared(uri, comparison_id, link, b, "B (candidate)", other_name(a), summary)
+        summary = "decides" if result["decides"] else "does not decide"
+        link = f"[{name}]({tracking.run_link(b.experiment_id, comparison_id)})"
+        # inside the run: a failure here ends the comparison FAILED, never FINISHED half-linked
+        tag_compared(uri, comparison_id, link, a, "A (baseline)", other_name(b), summary)
+        tag_compared(uri, comparison_id, link, b, "B (candidate)", other_name(a), summary)
     return comparison_id
 
 
