@@ -23,7 +23,7 @@ from cortex_exp import interrupts
 from cortex_exp.compare.analysis import compare_pair
 from cortex_exp.compare.effect import Effects
 from cortex_exp.compare.judged import DEFAULT_MAX_DROP, max_drop
-from cortex_exp.errors import InputError, run_cli
+from cortex_exp.errors import InputError, quiet_stdout, run_cli
 from cortex_exp.logs import configure as configure_logging
 from cortex_exp.metrics import higher_is_better
 from cortex_exp.tables import WIDTH
@@ -201,6 +201,7 @@ def run_many(opts, uri: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_stdout()
     try:
         return run_cli(lambda: _main(argv))
     except SystemExit as exc:  # --help
