@@ -85,7 +85,7 @@ def check_arguments(argv: list[str]) -> None:
         named = refused(args.overrides)
     except OverrideParseException:  # Hydra refuses a malformed override itself (exit 2)
         return
-    problems = [f"{flag}: another folder of config files" for attr, flag in FOLDER_FLAGS.items() if getattr(args, attr)]
+    problems = [f"{flag}: another folder of config files" for attr, flag in FOLDER_FLAGS if getattr(args, attr)]
     problems += [f"{text}: names a callable (`_target_`) or config that can" for text in named]
     if problems:
         raise InputError(
