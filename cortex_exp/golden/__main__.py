@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from cortex_exp.errors import InputError, run_cli
+from cortex_exp.errors import InputError, quiet_stdout, run_cli
 from cortex_exp.golden.beir import import_beir
 from cortex_exp.golden.build import build_from_files, rebuild
 from cortex_exp.golden.export import FILES, FORMATS, export
@@ -200,6 +200,7 @@ HANDLERS = {"review": run_review, "add-judgments": run_add_judgments, "diff": ru
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_stdout()  # `golden diff | head -1`: no BrokenPipeError
     args = parser().parse_args(argv)
 
     def go():
