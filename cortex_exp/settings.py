@@ -169,29 +169,34 @@ class RowSettings:
     features: FeatureParams = field(default_factory=FeatureParams)
 
 
-@dataclass
 class FaultSettings:
-    """`faults.*` (drills only, never on by default): make a component fail on purpose so that
-    anyone can prove the gates catch it. `error` raises, `empty` answers nothing,
-    `empty_after_probe` answers the probe and then nothing."""
+    """`faults.<component>` (drills only, never on by default): make a component fail on purpose
+    so that anyone can prove the gates catch it. `error` raises, `empty` answers nothing,
+    `empty_after_probe` answers the probe and then nothing. Any component name is a key
+    (`faults.lexical`, `faults.dense`, `faults.splade` for a retriever of yours), so this is
+    not a dataclass: its keys are the run's components, not fields."""
 
-    lexical: str = "none"
-    dense: str = "none"
-
-    def __post_init__(self):
+    def __init__(self, **modes: str):
+        self.modes = {"lexical": "none", "dense": "none", **modes}
         check(
             [
-                (
-                    f"faults.{side}",
-                    getattr(self, side) in FAULT_MODES,
-                    f"one of {' | '.join(FAULT_MODES)}, got {getattr(self, side)!r}",
-                )
-                for side in ("lexical", "dense")
+                (f"faults.{name}", mode in FAULT_MODES, f"one of {' | '.join(FAULT_MODES)}, got {mode!r}")
+                for name, mode in self.modes.items()
             ]
         )
 
     def mode(self, component: str) -> str:
-        return getattr(self, component, "none")
+        return self.modes.get(component, "none")
+
+    def drilled(self) -> dict[str, str]:
+        """The components a drill is on for, and its mode."""
+        return {name: mode for name, mode in self.modes.items() if mode != "none"}
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, FaultSettings) and self.modes == other.modes
+
+    def __repr__(self) -> str:
+        return f"FaultSettings({', '.join(f'{k}={v!r}' for k, v in self.modes.items())})"
 
 
 @dataclass

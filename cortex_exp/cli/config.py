@@ -84,10 +84,12 @@ def register() -> None:
         ("gates", GateSettings),
         ("metrics", MetricSettings),
         ("mlflow", MlflowSettings),
-        ("faults", FaultSettings),
         ("cache", CacheSettings),
     ):
         cs.store(group=group, name="default", node=node)
+    faults = OmegaConf.create(FaultSettings().modes)  # any component name is a key: faults.<component>
+    OmegaConf.set_struct(faults, False)
+    cs.store(group="faults", name="default", node=faults)
     cs.store(group="row", name="_schema", node=RowSettings)
     cs.store(group="data", name="_schema", node=DataSettings)
     cs.store(group="retriever", name="_base", node={"depth": DEFAULT_DEPTH})
@@ -184,6 +186,13 @@ def settings_from_cfg(
         )
     if metrics.primary is not None and metrics.primary not in metric_names(metrics.ks):
         problems.append(f"metrics.primary: {metrics.primary!r} is not one of {', '.join(metric_names(metrics.ks))}")
+    faults = _to_object(cfg.faults, FaultSettings, "faults")
+    problems += [
+        f"faults.{name}: names no component of retriever={retriever.name} (its components: "
+        f"{', '.join(retriever.components)})"
+        for name in faults.drilled()
+        if name not in retriever.components
+    ]
     if problems:
         raise InputError(f"{len(problems)} problem(s) in the configuration", problems)
     data = build_data(cfg.data)
@@ -197,7 +206,7 @@ def settings_from_cfg(
         features=row_settings.features,
         metrics=metrics,
         gates=_to_object(cfg.gates, GateSettings, "gates"),
-        faults=_to_object(cfg.faults, FaultSettings, "faults"),
+        faults=faults,
         mlflow=_to_object(cfg.mlflow, MlflowSettings, "mlflow"),
         cache=_to_object(cfg.cache, CacheSettings, "cache"),
         parent_run_id=parent_run_id,
