@@ -30,7 +30,6 @@ class Bm25V2(Retriever):
     b: float = 0.75
     method: str = "lucene"
     title_weight: int = 2
-    component = "lexical"
 
     def __post_init__(self):
         check(
@@ -54,8 +53,6 @@ class _Bm25V2Index(Index):
     """bm25s scoring the matrix `Bm25Matrix` builds; documents tokenized in one streaming pass
     over the corpus, in chunks: each distinct white-space piece tokenized once (`PieceTerms`),
     a chunk's pieces turned into terms with numpy, the title's repeated `title_weight` times."""
-
-    component = "lexical"
 
     def __init__(self, spec: Bm25V2, corpus: Corpus):
         import bm25s

@@ -119,7 +119,6 @@ class Dense(Retriever):
     cache_dir: str | None = field(default=None, metadata=INJECTED)
     show_progress: bool = field(default=True, compare=False, repr=False, metadata=INJECTED)
     encoder: Encoder | None = field(default=None, compare=False, repr=False, metadata=INJECTED)
-    component = "dense"
 
     def __post_init__(self):
         check(
@@ -222,8 +221,6 @@ def _kind_of(parameter: str) -> str:
 
 class DenseIndex(Index):
     """Document vectors in a faiss index (`VectorIndex`); `embedder.encoded` counts fresh encodings."""
-
-    component = "dense"
 
     def __init__(self, corpus: Corpus, embedder: CachedEncoder, spec: IndexSpec, deadline_s: float | None = None):
         self.ids = corpus.ids
