@@ -6,8 +6,9 @@ what tests and library callers build directly, without Hydra. A retriever's own 
 not here: each retriever class is its own schema (`cortex_exp/retrievers/`).
 
 Every value is checked when its dataclass is built (`__post_init__`); a bad value raises
-`SettingError` naming the config key. This module imports nothing of the project, so every
-other module may import it.
+`SettingError` naming the config key. This module imports nothing of the project but the
+metric registry (`cortex_exp.metrics`, for the primary-metric rule), so every other module may
+import it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from cortex_exp.metrics import primary_name
 
 FAULT_MODES = ("none", "error", "empty", "empty_after_probe")
 DEFAULT_DEPTH = 100  # how deep each retrieval component ranks before rows and metrics cut
@@ -108,7 +111,7 @@ class MetricSettings:
 
     @property
     def primary_metric(self) -> str:
-        return self.primary or f"recall_at_{max(self.ks)}"
+        return self.primary or primary_name(self.ks)
 
 
 @dataclass

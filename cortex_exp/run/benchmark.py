@@ -102,7 +102,7 @@ def run(settings: RunSettings) -> Outcome:
         notes = ([gates.degraded_banner(degraded)] if degraded else []) + noted(found)
         log_results(mlrun, settings, row, ready.indexed, ready.golden, measured, notes)
         mlrun.log_metrics({"setup_seconds": ready.seconds})
-        shown = [settings.metrics.primary_metric, "ndcg_at_10", "mrr"]
+        shown = metrics.headline(settings.metrics.primary_metric)
         refused = [f.message for f in refusals(found)]
         tags[tracking.NOTE] = describe.closing(note, tags["decides"] == "true", refused, measured.means, shown)
         mlrun.set_tags(tags)  # decides=true is the last word of a run that finishes

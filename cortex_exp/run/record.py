@@ -108,7 +108,7 @@ def open_benchmark_run(settings: RunSettings, row: RowSpec, uri: str, corpus: Co
         settings.parent_run_id,
         spool_dir=tracking.spool_root(settings.mlflow.spool_dir),
         unfinished_tags={"decides": "false"},
-        metrics=list(dict.fromkeys([primary, "ndcg_at_10", "mrr"])),
+        metrics=metrics.headline(primary),
     ) as mlrun:
         yield mlrun
 
