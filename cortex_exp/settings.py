@@ -6,8 +6,9 @@ what tests and library callers build directly, without Hydra. A retriever's own 
 not here: each retriever class is its own schema (`cortex_exp/retrievers/`).
 
 Every value is checked when its dataclass is built (`__post_init__`); a bad value raises
-`SettingError` naming the config key. This module imports nothing of the project, so every
-other module may import it.
+`SettingError` naming the config key. This module imports nothing of the project but the
+metric registry (`cortex_exp.metrics`, for the primary-metric rule), so every other module may
+import it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from cortex_exp.metrics import primary_name
 
 FAULT_MODES = ("none", "error", "empty", "empty_after_probe")
 DEFAULT_DEPTH = 100  # how deep each retrieval component ranks before rows and metrics cut
@@ -116,7 +119,7 @@ class MetricSettings:
 
     @property
     def primary_metric(self) -> str:
-        return self.primary or f"recall_at_{max(self.ks)}"
+        return self.primary or primary_name(self.ks)
 
 
 @dataclass
@@ -177,29 +180,34 @@ class RowSettings:
     features: FeatureParams = field(default_factory=FeatureParams)
 
 
-@dataclass
 class FaultSettings:
-    """`faults.*` (drills only, never on by default): make a component fail on purpose so that
-    anyone can prove the gates catch it. `error` raises, `empty` answers nothing,
-    `empty_after_probe` answers the probe and then nothing."""
+    """`faults.<component>` (drills only, never on by default): make a component fail on purpose
+    so that anyone can prove the gates catch it. `error` raises, `empty` answers nothing,
+    `empty_after_probe` answers the probe and then nothing. Any component name is a key
+    (`faults.lexical`, `faults.dense`, `faults.splade` for a retriever of yours), so this is
+    not a dataclass: its keys are the run's components, not fields."""
 
-    lexical: str = "none"
-    dense: str = "none"
-
-    def __post_init__(self):
+    def __init__(self, **modes: str):
+        self.modes = {"lexical": "none", "dense": "none", **modes}
         check(
             [
-                (
-                    f"faults.{side}",
-                    getattr(self, side) in FAULT_MODES,
-                    f"one of {' | '.join(FAULT_MODES)}, got {getattr(self, side)!r}",
-                )
-                for side in ("lexical", "dense")
+                (f"faults.{name}", mode in FAULT_MODES, f"one of {' | '.join(FAULT_MODES)}, got {mode!r}")
+                for name, mode in self.modes.items()
             ]
         )
 
     def mode(self, component: str) -> str:
-        return getattr(self, component, "none")
+        return self.modes.get(component, "none")
+
+    def drilled(self) -> dict[str, str]:
+        """The components a drill is on for, and its mode."""
+        return {name: mode for name, mode in self.modes.items() if mode != "none"}
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, FaultSettings) and self.modes == other.modes
+
+    def __repr__(self) -> str:
+        return f"FaultSettings({', '.join(f'{k}={v!r}' for k, v in self.modes.items())})"
 
 
 @dataclass

@@ -25,7 +25,8 @@ from cortex_exp.compare.judged import max_drop
 from cortex_exp.compare.options import BOOTSTRAP_KINDS, CI_KINDS, CompareOptions
 from cortex_exp.errors import InputError, quiet_stdout, run_cli
 from cortex_exp.logs import configure as configure_logging
-from cortex_exp.metrics import higher_is_better
+from cortex_exp.metrics import higher_is_better, primary_name
+from cortex_exp.settings import MetricSettings
 from cortex_exp.tables import WIDTH
 
 DEFAULTS = CompareOptions()  # the defaults, in one place: the options value's
@@ -137,10 +138,9 @@ def sweep_primary(children) -> str:
     if params.get("metrics.primary") not in (None, "", "None"):
         return params["metrics.primary"]
     try:
-        ks = json.loads(params.get("metrics.ks", "[24]"))
-        return f"recall_at_{max(ks)}"
+        return primary_name(json.loads(params.get("metrics.ks", "[24]")))
     except (ValueError, TypeError):
-        return "recall_at_24"
+        return MetricSettings().primary_metric
 
 
 def run_sweep(opts, uri: str) -> None:

@@ -43,7 +43,6 @@ class RunFile(Retriever):
 
     path: str | None = None
     format: str = "auto"
-    component = "runfile"
     external = True
 
     def __post_init__(self):
@@ -108,8 +107,6 @@ def read_jsonl(raw: bytes, path: Path) -> dict[str, Parsed]:
 
 class RunFileIndex(KeyedIndex):
     """The file's rankings by query id."""
-
-    component = "runfile"
 
     def __init__(self, path: Path, kind: str, sha256: str, parsed: dict[str, Parsed]):
         self.path, self.kind, self.sha256, self.parsed = path, kind, sha256, parsed

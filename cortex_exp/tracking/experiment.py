@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 import time
 
+from cortex_exp.metrics import SHOWN, headline
+from cortex_exp.settings import MetricSettings
 from cortex_exp.tracking.store import DEFAULT_ARTIFACTS, creation_lock, sqlite_path
 
 KIND_TAG = "mlflow.experimentKind"
@@ -31,7 +33,6 @@ PRIMARY_TAG = "mlflow.experiment.primaryMetric.name"
 UI_WORKFLOW = "workflowType=machine_learning"  # the UI's "Model training" pages (module docstring)
 BY_NAME = ("tags.`mlflow.runName`", True)  # the UI's "Sort: Run Name", ascending
 BY_START = ("attributes.start_time", False)  # the UI's "Sort: Created", newest first
-SHOWN = ("ndcg_at_10", "mrr")  # shown after the primary metric, whichever run created the experiment
 
 
 def _cols(kind: str, names) -> list[str]:
@@ -41,7 +42,7 @@ def _cols(kind: str, names) -> list[str]:
 def views(metrics: list[str]) -> dict[str, tuple[str, str, list[str], tuple[str, bool]]]:
     """key -> (name, runs filter, columns, order) of the saved views; `metrics` are the primary ones
     (the primary first), followed by `SHOWN`."""
-    metrics = list(dict.fromkeys([*metrics, *SHOWN]))
+    metrics = list(dict.fromkeys([*metrics, *SHOWN]))  # SHOWN whichever run created the experiment
     run_cols = _cols("tags", ["row", "retriever", "decides", "degraded"]) + _cols("params", ["retriever.fusion.weight"])
     run_cols += _cols("metrics", [*metrics, "n_queries"]) + _cols("attributes", ["Duration", "Dataset"])
     verdicts = _cols("tags", ["run_a_name", "run_b_name", "comparison_decides"])
@@ -123,7 +124,7 @@ def _set_tag(client, experiment_id: str, key: str, value: str) -> None:
 def ensure(client, uri: str, name: str, metrics: list[str] | None = None) -> str:
     """The experiment's id; created (artifacts beside an sqlite database, under `mlruns/`) and
     set up when missing, under the store's creation lock (`store.creation_lock`)."""
-    metrics = metrics or ["recall_at_24", "ndcg_at_10", "mrr"]
+    metrics = metrics or headline(MetricSettings().primary_metric)
     exp = client.get_experiment_by_name(name)
     if exp is not None and not _missing(exp, metrics):
         return exp.experiment_id

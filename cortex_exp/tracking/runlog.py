@@ -74,10 +74,6 @@ class RunLog:
         self.journal.tags.update(tags)
         self._call("log_batch", self.run_id, tags=[RunTag(k, v) for k, v in tags.items()])
 
-    def set_note(self, text: str) -> None:
-        """The run's description (shown by the UI above the run's page)."""
-        self.set_tags({NOTE: text})
-
     def log_params(self, params: dict) -> None:
         from mlflow.entities import Param
 
