@@ -88,6 +88,19 @@ def build_parser() -> argparse.ArgumentParser:
         "default), 0.2sd (standard deviations of the differences) or 0.02 (the metric's units); "
         "METRIC=SIZE for one metric (repeatable)",
     )
+    p.add_argument(
+        "--min-effect",
+        metavar="SIZE",
+        help="the verdict `equivalent` for a metric whose interval lies inside ±SIZE (5%%, 0.2sd or 0.02)",
+    )
+    p.add_argument("--plan", metavar="PLAN_ID", help="decide each candidate from this plan (plan create)")
+    p.add_argument(
+        "--max-decisions",
+        type=int,
+        metavar="N",
+        help=f"WARNING: GOLDEN SET REUSED past N decisions on one golden set (gates.max_decisions, default "
+        f"{DEFAULTS.max_decisions})",
+    )
     p.add_argument("--verbose", action="store_true", help="other libraries' log lines too (MLflow's, ...)")
     p.add_argument("--tracking-uri", help="default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db")
     p.add_argument("--experiment", help="where run names are looked up (default cortex_exp, else all)")

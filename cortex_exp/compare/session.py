@@ -33,6 +33,10 @@ def analyse(uri: str, runs: list[str], options: CompareOptions, form: str) -> Co
     base, candidates = fetch_runs(uri, runs, options)
     comparison = compare(base, candidates, options, form)
     say_warnings(comparison)
+    if options.plan:
+        from cortex_exp.compare.decide import under_plan
+
+        under_plan(uri, comparison)
     return comparison
 
 

@@ -21,13 +21,17 @@ from urllib.parse import urlsplit, urlunsplit
 
 from cortex_exp.errors import InputError
 from cortex_exp.tracking.runs import guard
-from cortex_exp.tracking.store import check_reachable, client
+from cortex_exp.tracking.store import check_reachable, client, sqlite_path
 
 PAGE = 100  # traces per page: one page in memory at a time
 
 
 def public_uri(uri: str) -> str:
-    """`uri` without the credentials it may carry (user:password@host), for the manifest."""
+    """`uri` as the manifest records it: without the credentials it may carry (user:password@host),
+    an sqlite database by its absolute path (a rebuild elsewhere reads the same store)."""
+    db = sqlite_path(uri)
+    if db is not None:
+        return f"sqlite:///{db.resolve()}"
     parts = urlsplit(uri)
     if "@" not in parts.netloc:
         return uri
@@ -64,6 +68,8 @@ def trace_filter(user_filter: str | None, since: datetime | None, until: datetim
 
 def read_traces(uri: str, experiment_id: str, filter_string: str | None, page: int = PAGE) -> Iterator[dict]:
     """Every trace of the experiment that the filter keeps, oldest first, as plain dicts."""
+    from mlflow.exceptions import MlflowException
+
     c, token = client(uri), None
     while True:
         with guard(uri):
@@ -75,9 +81,9 @@ def read_traces(uri: str, experiment_id: str, filter_string: str | None, page: i
                     order_by=["timestamp_ms ASC"],
                     page_token=token,
                 )
-            except Exception as exc:
-                if type(exc).__name__ == "MlflowException" and "filter" in str(exc).lower():
-                    raise InputError(f"--filter {filter_string!r}: MLflow refused it: {exc}") from None
+            except MlflowException as exc:
+                if exc.error_code == "INVALID_PARAMETER_VALUE" and "filter" in str(exc).lower():
+                    raise InputError(f"--filter: MLflow refused the filter {filter_string!r}: {exc}") from None
                 raise
         for trace in found:
             yield plain(trace)
