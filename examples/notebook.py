@@ -12,7 +12,9 @@ import tempfile
 from pathlib import Path
 
 from cortex_exp import api
+from cortex_exp.logs import configure
 
+configure()  # stderr as the commands show it: cortex_exp's notes, other libraries' from WARNING up
 work = Path(os.environ.get("CORTEX_EXAMPLE_DIR") or tempfile.mkdtemp(prefix="cortex_notebook_"))
 uri = f"sqlite:///{work}/mlflow.db"  # a store of its own; `mlflow ui --backend-store-uri` shows it
 print(f"working in {work}")

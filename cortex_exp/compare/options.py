@@ -8,6 +8,7 @@ analysis, the report and the MLflow record read only this value. A bad value is 
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
@@ -32,8 +33,8 @@ class CompareOptions:
     parsed). Deciding: `plan` (`--plan PLAN_ID`), `max_decisions` (`gates.max_decisions`).
     Where the runs are and what is kept: `tracking_uri` (None: $MLFLOW_TRACKING_URI, else
     sqlite:///mlflow.db), `experiment` (where run names are looked up), `no_log` (no comparison
-    run in MLflow), `out` (also keep report.md and the plot there). The command line only:
-    `json`, `verbose`, `runs_from`, `sweep`.
+    run in MLflow), `out` (also keep report.md and the plot there), `runs_from` (the candidates:
+    a multirun's children). The command line only: `json`, `verbose`, `sweep`.
     """
 
     metrics: tuple[str, ...] = ()
@@ -70,8 +71,9 @@ class CompareOptions:
             raise InputError(
                 f"compare --bootstrap-kind {self.bootstrap_kind!r}: expected one of {', '.join(BOOTSTRAP_KINDS)}"
             )
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+        if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral):
             raise InputError(f"compare --seed {self.seed!r}: expected a whole number")
+        object.__setattr__(self, "seed", int(self.seed))  # a numpy integer too, logged as a plain one
         object.__setattr__(self, "max_judged_drop", max_drop(self.max_judged_drop))
         if self.out is not None:
             object.__setattr__(self, "out", Path(self.out))
