@@ -27,7 +27,7 @@ from cortex_exp.errors import InputError
 from cortex_exp.golden.lineage import record, update_counts
 from cortex_exp.golden.load import load_golden
 from cortex_exp.golden.manifest import sha256_file
-from cortex_exp.golden.store import GoldenSet, Judgment, judgment_clash, write_golden
+from cortex_exp.golden.store import MANIFEST, GoldenSet, Judgment, judgment_clash, write_golden
 
 REQUIRED = ("qid", "doc_id", "verdict")
 
@@ -123,6 +123,12 @@ def add_judgments(golden_dir: Path, path: Path, out_dir: Path | None = None, now
     """The golden set with `path`'s verdicts added, written to `out_dir` (default: in place);
     (the new set, the old set, what was read)."""
     old = load_golden(golden_dir)
+    target = Path(out_dir or golden_dir)
+    if target.resolve() != Path(golden_dir).resolve() and (target / MANIFEST).exists():
+        raise InputError(  # it would replace that other set, and with it its own manual judgments
+            f"--out {target}: already holds a golden set (not {golden_dir}, whose verdicts these are); "
+            "choose a new or empty folder, or add the verdicts in place"
+        )
     new_judgments, empty, alike = read_verdicts(Path(path), old)
     if not new_judgments:
         raise InputError(
@@ -138,7 +144,7 @@ def add_judgments(golden_dir: Path, path: Path, out_dir: Path | None = None, now
     entry["noise"] = sum(j.label == "noise" for j in new_judgments)
     new.manifest["manual"] = [*old.manifest.get("manual", []), entry]
     new.manifest["lineage"] = record(old, new, "add-judgments")
-    write_golden(new, Path(out_dir or golden_dir))
+    write_golden(new, target)
     return new, old, {"added": len(new_judgments), "empty": empty, "alike": alike}
 
 
