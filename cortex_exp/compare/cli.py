@@ -175,7 +175,8 @@ def _main(argv: list[str] | None) -> None:
 def form(opts):
     """Which comparison the arguments ask for: a sweep, many candidates, or two runs."""
     if opts.sweep and (opts.runs or opts.runs_from):
-        raise InputError("compare: give either runs or --sweep PARENT_RUN, not both")
+        what = "--runs-from" if opts.runs_from else "runs"
+        raise InputError(f"compare: give either {what} or --sweep PARENT_RUN, not both")
     if opts.sweep:
         return run_sweep
     if opts.runs_from:
