@@ -179,7 +179,8 @@ def _main(argv: list[str] | None) -> None:
     configure_logging(verbose=opts.verbose)
     uri = resolve_uri(opts.tracking_uri)
     if opts.sweep and (runs or opts.runs_from):
-        raise InputError("compare: give either runs or --sweep PARENT_RUN, not both")
+        what = "--runs-from" if opts.runs_from else "runs"
+        raise InputError(f"compare: give either {what} or --sweep PARENT_RUN, not both")
     if opts.sweep:
         run_sweep(opts, uri)
     else:
