@@ -67,6 +67,9 @@ class GateSettings:
     max_corpus_drift: float = 0.05  # share of documents added/removed/changed before CORPUS MOVED
     max_silent_share: float = 0.2  # share of queries a component may answer with nothing
     max_unknown_share: float = 0.01  # share of results naming documents data.corpus lacks (CORPUS MISMATCH)
+    # decisions a golden set makes before compare --plan warns GOLDEN SET REUSED: 20 decisions at
+    # alpha 0.05 expect one false ship among changes that do nothing (docs/decisions.md)
+    max_decisions: int = 20
 
     def __post_init__(self):
         check(
@@ -87,6 +90,11 @@ class GateSettings:
                     "gates.max_silent_share",
                     is_number(self.max_silent_share) and 0 <= self.max_silent_share <= 1,
                     f"a share between 0 and 1, got {self.max_silent_share!r}",
+                ),
+                (
+                    "gates.max_decisions",
+                    is_int(self.max_decisions) and self.max_decisions >= 0,
+                    f"a whole number of decisions >= 0, got {self.max_decisions!r}",
                 ),
                 (
                     "gates.max_unknown_share",
@@ -238,6 +246,26 @@ class CacheSettings:
 
 
 @dataclass
+class ParallelSettings:
+    """`parallel.*`: how many processes the chunked work of a run uses (tokenizing and building
+    bm25_v2's matrix, reading and hashing corpus.jsonl; `cortex_exp.parallel`). The result is
+    the same whatever the number."""
+
+    workers: int | None = None  # None: $CORTEX_WORKERS, else every core the process may run on
+
+    def __post_init__(self):
+        check(
+            [
+                (
+                    "parallel.workers",
+                    self.workers is None or (is_int(self.workers) and self.workers >= 1),
+                    f"a whole number >= 1, or null for every core, got {self.workers!r}",
+                )
+            ]
+        )
+
+
+@dataclass
 class DataSettings:
     """`data.*`: the corpus, the golden set, and the serve log the learned features come from.
     Paths (str or Path); the edge makes them absolute. "???" is Hydra's "required"."""
@@ -275,6 +303,7 @@ class RunSettings:
     faults: FaultSettings = field(default_factory=FaultSettings)
     mlflow: MlflowSettings = field(default_factory=MlflowSettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
+    parallel: ParallelSettings = field(default_factory=ParallelSettings)
     parent_run_id: str | None = None
     swept: dict[str, str] = field(default_factory=dict)  # a multirun job's swept overrides (key -> value as typed)
     config_yaml: str = ""  # the composed config, logged as config.yaml

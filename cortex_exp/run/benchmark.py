@@ -20,7 +20,9 @@ from cortex_exp.data.corpus import Corpus, load_corpus
 from cortex_exp.errors import InputError
 from cortex_exp.findings import Finding, degraded_reasons, noted, refusals
 from cortex_exp.golden import GoldenSet, load_golden
+from cortex_exp.parallel import use_workers
 from cortex_exp.retrievers.base import Index
+from cortex_exp.retrievers.runfile import require_queries
 from cortex_exp.rows import RowSpec, rerank, row_spec
 from cortex_exp.run import checks, describe, gates
 from cortex_exp.run.agreement import Listing, corpus_in_use, unknown_documents
@@ -82,6 +84,7 @@ class Prepared:
 def run(settings: RunSettings) -> Outcome:
     """Refuse early (unreachable MLflow, bad input, stale set, component down), then open the
     MLflow run, measure and log inside it."""
+    use_workers(settings.parallel.workers)
     uri = tracking.resolve_uri(settings.mlflow.tracking_uri)
     tracking.check_reachable(uri)
     row = _row(settings.row)
@@ -136,6 +139,7 @@ def prepare(settings: RunSettings, row: RowSpec) -> Prepared:
     context = checks.Context(settings, row, corpus, golden, indexed, stale, drift)
     found = checks.judge(checks.LOADED, context, listed)
     indexes = build_indexes(settings, corpus)
+    require_queries(indexes, [q.qid for q in golden.queries])  # a ranking file short of queries: no run
     results = probe_all(indexes, corpus)
     context = dataclasses.replace(context, probes=results)
     found += checks.judge(checks.PROBED, context)
