@@ -77,6 +77,12 @@ class Finding:
     def degrades(self) -> bool:
         return self.action is Action.DEGRADE
 
+    def as_json(self) -> dict[str, Any]:
+        """The record of this finding (the run's `findings.json`)."""
+        out = {"check": self.check, "action": str(self.action), "component": self.component, "reason": self.reason}
+        out.update(message=self.message, override=self.override, blocks_decision=self.blocks_decision)
+        return {**out, "evidence": dict(self.evidence), "tags": dict(self.tags)}
+
     def overridden(self) -> Finding:
         """This refusal let through by its `override`: recorded as a degradation."""
         return replace(self, action=Action.DEGRADE, message=self.let_through or self.message)

@@ -7,9 +7,13 @@ of the package changes."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from conftest import compose
 from lifecycle import data_args, migrated_store, store_from, store_runs, tiny_dataset
+from mlflow.tracking import MlflowClient
 
 from cortex_exp.errors import GateRefused
 from cortex_exp.findings import Action, Finding
@@ -52,6 +56,11 @@ def setup(tmp_path, template):
     return lambda *extra: benchmark.run(compose([*data_args(data, uri), *extra])), uri
 
 
+def recorded_findings(uri, run_id) -> list[dict]:
+    path = MlflowClient(uri).download_artifacts(run_id, "findings.json")
+    return json.loads(Path(path).read_text())
+
+
 def only_run(uri):
     (run,) = store_runs(uri)
     return run
@@ -66,6 +75,9 @@ def test_a_degrading_toy_gate_tags_the_run_degraded_and_it_does_not_decide(setup
     assert tags["degraded"] == "true" and tags["decides"] == "false"
     assert "toy: rankings short" in tags["degraded_reasons"] and int(tags["toy_short"]) > 0
     assert outcome.tags["decides"] == "false"
+    (found,) = recorded_findings(uri, outcome.run_id)
+    assert (found["check"], found["action"], found["reason"]) == ("toy_short", "degrade", "toy: rankings short")
+    assert found["evidence"]["short"] == int(tags["toy_short"]) and found["blocks_decision"] is True
 
 
 def test_a_refusing_toy_gate_fails_the_run_with_its_tag_and_its_override_lets_it_through(setup, capsys):
@@ -103,8 +115,8 @@ def test_a_toy_gate_refusing_before_the_run_creates_none(setup):
         with pytest.raises(GateRefused, match="^TOY DOWN: x$"):
             run("gates.allow_degraded=true")  # no override named: nothing lets it through
     assert store_runs(uri) == []
-    run()  # unregistered: the run is clean again
-    assert only_run(uri).data.tags["decides"] == "true"
+    clean = run()  # unregistered: the run is clean again
+    assert only_run(uri).data.tags["decides"] == "true" and recorded_findings(uri, clean.run_id) == []
 
 
 def test_a_gate_name_is_registered_once_and_a_stage_must_exist():

@@ -10,7 +10,7 @@ import mlflow
 import numpy as np
 import pytest
 from scipy import stats as sps
-from test_compare import log_run, new_store
+from support.compare_runs import log_run, new_store
 
 from cortex_exp.compare.cli import main as compare_main
 from cortex_exp.plan.__main__ import main as plan_main

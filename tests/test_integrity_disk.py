@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, TINY_DOCS, TINY_SERVES, serve, write_jsonl
-from test_integrity_table import Bench, Ctx, _bench, _new_process, count_runs, edit_json, make_case_folder, snapshot
+from support.integrity import Bench, Ctx, _bench, _new_process, count_runs, edit_json, make_case_folder, snapshot
 
 from cortex_exp.data.corpus import load_corpus
 from cortex_exp.errors import run_cli

@@ -8,7 +8,7 @@ import json
 import mlflow
 import numpy as np
 import pytest
-from test_compare import log_run, new_store, per_query
+from support.compare_runs import log_run, new_store, per_query
 
 from cortex_exp.compare.planned import Plan
 from cortex_exp.plan.__main__ import main as plan_main

@@ -103,7 +103,7 @@ def run(settings: RunSettings) -> Outcome:
         if degraded:
             log(gates.degraded_banner(degraded))
         notes = ([gates.degraded_banner(degraded)] if degraded else []) + noted(found)
-        log_results(mlrun, settings, row, ready.indexed, ready.golden, measured, notes)
+        log_results(mlrun, settings, row, ready.indexed, ready.golden, measured, notes, found)
         mlrun.log_metrics({"setup_seconds": ready.seconds})
         shown = metrics.headline(settings.metrics.primary_metric)
         refused = [f.message for f in refusals(found)]

@@ -113,8 +113,11 @@ def open_benchmark_run(settings: RunSettings, row: RowSpec, uri: str, corpus: Co
         yield mlrun
 
 
-def log_results(mlrun, settings: RunSettings, row: RowSpec, corpus: Corpus, golden: GoldenSet, measured, notes) -> None:
-    """Params, metrics and artifacts of a measured run (docs/interface.md §6)."""
+def log_results(
+    mlrun, settings: RunSettings, row: RowSpec, corpus: Corpus, golden: GoldenSet, measured, notes, found=()
+) -> None:
+    """Params, metrics and artifacts of a measured run (docs/interface.md §6); `found`: what the
+    gates found, as recorded (`findings.json`)."""
     mlrun.log_params(run_params(settings, row))
     mlrun.log_metrics(
         {
@@ -136,6 +139,7 @@ def log_results(mlrun, settings: RunSettings, row: RowSpec, corpus: Corpus, gold
     mlrun.log_json("golden_manifest.json", golden.manifest)
     mlrun.log_text("config.yaml", settings.config_yaml)
     mlrun.log_json("health.json", measured.health)
+    mlrun.log_json("findings.json", [f.as_json() for f in found])
     if notes:
         mlrun.log_text("warnings.txt", "\n".join(notes) + "\n")
     mlrun.log_golden_dataset(Path(settings.data.golden).name, golden.golden_id, settings.data.golden)

@@ -32,6 +32,9 @@ class Refusal(GateRefused):
         self.finding = finding
         self.exit_code = finding.exit_code
 
+    def __reduce__(self):  # crosses a process boundary (a multirun's worker) whole
+        return type(self), (self.finding, str(self))
+
 
 def allowed(gates: GateSettings, override: str | None) -> bool:
     """Whether the setting named `override` (`gates.allow_degraded`) is set."""
