@@ -238,6 +238,26 @@ class CacheSettings:
 
 
 @dataclass
+class ParallelSettings:
+    """`parallel.*`: how many processes the chunked work of a run uses (tokenizing and building
+    bm25_v2's matrix, reading and hashing corpus.jsonl; `cortex_exp.parallel`). The result is
+    the same whatever the number."""
+
+    workers: int | None = None  # None: $CORTEX_WORKERS, else every core the process may run on
+
+    def __post_init__(self):
+        check(
+            [
+                (
+                    "parallel.workers",
+                    self.workers is None or (is_int(self.workers) and self.workers >= 1),
+                    f"a whole number >= 1, or null for every core, got {self.workers!r}",
+                )
+            ]
+        )
+
+
+@dataclass
 class DataSettings:
     """`data.*`: the corpus, the golden set, and the serve log the learned features come from.
     Paths (str or Path); the edge makes them absolute. "???" is Hydra's "required"."""
@@ -275,6 +295,7 @@ class RunSettings:
     faults: FaultSettings = field(default_factory=FaultSettings)
     mlflow: MlflowSettings = field(default_factory=MlflowSettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
+    parallel: ParallelSettings = field(default_factory=ParallelSettings)
     parent_run_id: str | None = None
     swept: dict[str, str] = field(default_factory=dict)  # a multirun job's swept overrides (key -> value as typed)
     config_yaml: str = ""  # the composed config, logged as config.yaml

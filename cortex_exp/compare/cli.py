@@ -23,7 +23,7 @@ from pathlib import Path
 from cortex_exp import interrupts
 from cortex_exp.compare.judged import max_drop
 from cortex_exp.compare.options import BOOTSTRAP_KINDS, CI_KINDS, CompareOptions
-from cortex_exp.errors import InputError, run_cli
+from cortex_exp.errors import InputError, quiet_stdout, run_cli
 from cortex_exp.logs import configure as configure_logging
 from cortex_exp.metrics import higher_is_better
 from cortex_exp.tables import WIDTH
@@ -205,6 +205,7 @@ def form(runs: list[str], opts: CompareOptions) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_stdout()
     try:
         return run_cli(lambda: _main(argv))
     except SystemExit as exc:  # --help

@@ -163,20 +163,21 @@ def log_comparison(uri: str, comparison: Comparison, files: list[Path]) -> str:
         for path in files:
             log.log_file(path)
         comparison_id = log.run_id
-    link = f"[{name}]({tracking.run_link(home.experiment_id, comparison_id)})"
-    if comparison.form == "pair":
-        against, summary = other_name(comparison.candidates[0]), _summary(comparison.pairs[0])
-    else:
-        against, summary = f"{len(comparison.candidates)} candidates", ""
-    if decided is not None:
-        from cortex_exp.tracking.plans import link_decisions
+        link = f"[{name}]({tracking.run_link(home.experiment_id, comparison_id)})"
+        if comparison.form == "pair":
+            against, summary = other_name(comparison.candidates[0]), _summary(comparison.pairs[0])
+        else:
+            against, summary = f"{len(comparison.candidates)} candidates", ""
+        # inside the run: a failure here ends the comparison FAILED, never FINISHED half-linked
+        if decided is not None:
+            from cortex_exp.tracking.plans import link_decisions
 
-        link_decisions(
-            uri, decided.plan_run, comparison_id, link, dict(zip(candidate_names(comparison), decided.outcomes))
-        )
-    tag_compared(uri, comparison_id, link, base, "A (baseline)", against, summary)
-    for p in comparison.pairs:
-        tag_compared(uri, comparison_id, link, p.candidate, "B (candidate)", other_name(base), _summary(p))
+            link_decisions(
+                uri, decided.plan_run, comparison_id, link, dict(zip(candidate_names(comparison), decided.outcomes))
+            )
+        tag_compared(uri, comparison_id, link, base, "A (baseline)", against, summary)
+        for p in comparison.pairs:
+            tag_compared(uri, comparison_id, link, p.candidate, "B (candidate)", other_name(base), _summary(p))
     return comparison_id
 
 

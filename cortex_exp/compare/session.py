@@ -21,7 +21,7 @@ def fetch_runs(uri: str, runs: list[str], options: CompareOptions) -> tuple[obje
     base = fetch_run(client, runs[0], options.experiment)
     if not options.runs_from:
         return base, [fetch_run(client, s, options.experiment) for s in runs[1:]]
-    _, children = fetch_sweep(client, options.runs_from, options.experiment)
+    _, children = fetch_sweep(client, options.runs_from, options.experiment, "--runs-from")
     return base, [c for c in children if c.run_id != base.run_id]
 
 

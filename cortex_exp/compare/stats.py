@@ -234,12 +234,14 @@ def win_tie_loss(d: np.ndarray, higher_is_better: bool) -> tuple[int, int, int]:
 
 def paired_t_power(n: int, effect: float, sd: float, alpha: float = 0.05) -> float:
     """Power of the two-sided paired t test with `n` pairs: the noncentral t mass beyond both
-    critical values (a tail scipy cannot evaluate is vanishingly small and counts as 0)."""
+    critical values. Where scipy cannot evaluate the noncentral t's distribution function (NaN:
+    a noncentrality of about 1e12 and more, as when the differences vary only by rounding), the
+    distribution lies far right of both critical values: nothing below either, power 1."""
     df = n - 1
     crit = special.stdtrit(df, 1.0 - alpha / 2.0)
     nc = abs(effect) / sd * math.sqrt(n)
-    tails = np.nan_to_num([1.0 - special.nctdtr(df, nc, crit), special.nctdtr(df, nc, -crit)], nan=0.0)
-    return float(min(1.0, tails.sum()))
+    below = np.nan_to_num([special.nctdtr(df, nc, crit), special.nctdtr(df, nc, -crit)], nan=0.0)
+    return float(min(1.0, (1.0 - below[0]) + below[1]))
 
 
 def queries_needed(sd: float, effect: float = 0.05, power: float = 0.8, alpha: float = 0.05) -> int:

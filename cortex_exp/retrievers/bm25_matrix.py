@@ -10,7 +10,8 @@ arrays it gives (`data`, `indices`, `indptr`) are bit for bit bm25s's for the sa
 (tests/test_bm25_matrix.py), so bm25s scores the queries exactly as it would have.
 
 `add(docs, token_ids, n_docs)` takes a chunk: each token's term id and document; it keeps
-only the distinct (document, term) pairs with their frequency, and each document's length.
+only the distinct (document, term) pairs with their frequency, and each document's length
+(`pairs`, which a worker process can compute on its own: `add_pairs` takes its result).
 `scores(n_vocab)` then computes the document frequencies' idf, the average length, and fills
 the matrix chunk by chunk, freeing each chunk as it goes.
 """
@@ -24,11 +25,27 @@ from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
 
 
 @dataclass
-class _Chunk:
+class Pairs:
+    """A chunk of documents as its distinct (document, term) pairs."""
+
     terms: np.ndarray  # int32: the term of every distinct (document, term) pair, by document then term
     tf: np.ndarray  # its frequency in the document
     per_doc: np.ndarray  # int64: pairs of each document of the chunk
     lengths: np.ndarray  # int64: tokens of each document of the chunk
+
+
+def pairs(docs: np.ndarray, token_ids: np.ndarray, n_docs: int) -> Pairs:
+    """The distinct (document, term) pairs of a chunk of `n_docs` documents, from every token's
+    document (0..n_docs-1) and term id, in any order. Within a document the pairs go by term id;
+    the matrix does not depend on that order (`_place` sorts a chunk by term, documents in
+    order within a term), so term ids may be renumbered afterwards (a worker's own numbering)."""
+    docs = np.asarray(docs, dtype=np.int64)
+    lengths = np.bincount(docs, minlength=n_docs).astype(np.int64)
+    found, tf = np.unique((docs << 32) | np.asarray(token_ids, dtype=np.int64), return_counts=True)
+    terms = (found & 0xFFFFFFFF).astype(np.int32)
+    per_doc = np.bincount(found >> 32, minlength=n_docs).astype(np.int64)
+    tf = tf.astype(np.uint16 if tf.max(initial=0) < 1 << 16 else np.int64)
+    return Pairs(terms, tf, per_doc, lengths)
 
 
 class Bm25Matrix:
@@ -36,20 +53,18 @@ class Bm25Matrix:
 
     def __init__(self, k1: float, b: float, method: str, delta: float = 0.5):
         self.k1, self.b, self.method, self.delta = k1, b, method, delta
-        self.chunks: list[_Chunk] = []
+        self.chunks: list[Pairs] = []
         self.df = np.zeros(0, dtype=np.int64)
 
     def add(self, docs: np.ndarray, token_ids: np.ndarray, n_docs: int) -> None:
         """One chunk of `n_docs` documents: every token's term id and its document (0..n_docs-1),
         in any order — a document's length is its count of tokens."""
-        docs = np.asarray(docs, dtype=np.int64)
-        lengths = np.bincount(docs, minlength=n_docs).astype(np.int64)
-        pairs, tf = np.unique((docs << 32) | np.asarray(token_ids, dtype=np.int64), return_counts=True)
-        terms = (pairs & 0xFFFFFFFF).astype(np.int32)
-        per_doc = np.bincount(pairs >> 32, minlength=n_docs).astype(np.int64)
-        tf = tf.astype(np.uint16 if tf.max(initial=0) < 1 << 16 else np.int64)
-        self.chunks.append(_Chunk(terms, tf, per_doc, lengths))
-        counts = np.bincount(terms)
+        self.add_pairs(pairs(docs, token_ids, n_docs))
+
+    def add_pairs(self, chunk: Pairs) -> None:
+        """One chunk's distinct (document, term) pairs (`pairs`), the chunks in document order."""
+        self.chunks.append(chunk)
+        counts = np.bincount(chunk.terms)
         if len(counts) > len(self.df):
             self.df = np.concatenate([self.df, np.zeros(len(counts) - len(self.df), dtype=np.int64)])
         self.df[: len(counts)] += counts
