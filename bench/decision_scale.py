@@ -7,7 +7,7 @@ The demo world holds about 2,200 distinct tasks (its templates run out), far few
 the golden set is a synthetic BEIR collection (`bench/synthetic.py`: Zipfian words, planted
 relevance) imported with `golden import-beir`. Then, in a tmp sqlite MLflow store: the baseline
 core/bm25_v2 k1=1.2; a plan on it (primary recall_at_24, minimum effect 1% of its mean,
-guardrail noise_at_5:+1%); the candidate k1=0.9; `compare` without and with `--min-effect 1%`,
+guardrail noise_at_5:+0.005); the candidate k1=0.9; `compare` without and with `--min-effect 1%`,
 and `--plan`. Prints a row per metric (the difference, its 95% paired t interval, the verdict,
 the verdict at `--min-effect 1%`) and the decision; writes bench/results/decision_scale.json.
 Nothing is downloaded.
@@ -93,7 +93,7 @@ def main() -> int:
                 made, _ = quiet(
                     plan,
                     ["create", "--baseline", runs[1.2], "--primary", "recall_at_24", "--min-effect", "1%"]
-                    + ["--guardrail", "noise_at_5:+1%", "--tracking-uri", uri],
+                    + ["--guardrail", "noise_at_5:+0.005", "--tracking-uri", uri],
                 )
                 plan_id = made.strip().splitlines()[-1].removeprefix("plan_id: ")
         common = [runs[1.2], runs[0.9], "--tracking-uri", uri, "--json", "--no-log"]
@@ -108,7 +108,7 @@ def main() -> int:
     print(f"{plain['n_queries']} paired queries; decides: {plain['decides']}")
     print(table(headers, rows, left=(4, 5)))
     d = decided["decision"]
-    print(f"decision under the plan (recall_at_24, min-effect 1%, guardrail noise_at_5:+1%): {d['outcome']}")
+    print(f"decision under the plan (recall_at_24, min-effect 1%, guardrail noise_at_5:+0.005): {d['outcome']}")
     for r in d["reasons"]:
         print(f"  {r}")
     print(table(["step", "seconds"], [[k, v] for k, v in clock.items()]))

@@ -34,6 +34,7 @@ class Decided:
     reuse: int  # decisions on the plan's golden set, this comparison's included
     max_decisions: int
     by_part: dict[str, int] = field(default_factory=dict)
+    recorded: bool = True  # False with --no-log: this comparison's decisions are not in the store
 
     @property
     def plan_id(self) -> str:
@@ -128,8 +129,9 @@ def lines(decided: Decided, names: list[str]) -> list[str]:
         out.append(f"not in the plan (shown above, they do not decide): {', '.join(decided.not_in_plan)}")
     where = f" ({plan.golden_part} part of {plan.golden_parent})" if plan.golden_part else ""
     parts = f"; by part: {', '.join(f'{k} {v}' for k, v in sorted(decided.by_part.items()))}" if decided.by_part else ""
+    this = "this one included" if decided.recorded else "this one included, though --no-log does not record it"
     out.append(
-        f"decisions on golden set {plan.golden_id}{where}: {decided.reuse}, this one included "
+        f"decisions on golden set {plan.golden_id}{where}: {decided.reuse}, {this} "
         f"(gates.max_decisions {decided.max_decisions}){parts}"
     )
     return out
@@ -151,6 +153,7 @@ def under_plan(uri: str, comparison) -> None:
     decided = decide_comparison(comparison, plan_run, starts, before, by_part, options.max_decisions)
     for p, d in zip(comparison.pairs, decided.decisions):
         p.result["decision"] = d.as_dict(decided.plan_id)
+    decided.recorded = not options.no_log
     comparison.decided = decided
     if decided.warning:
         print(decided.warning, file=sys.stderr)

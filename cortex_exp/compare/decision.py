@@ -55,7 +55,12 @@ class Estimate:
         return replace(self, diff=-self.diff, low=-self.high, high=-self.low, higher_is_better=True)
 
     def shown(self) -> str:
-        return f"{self.metric} {self.diff:+.4f} [{self.low:+.4f}, {self.high:+.4f}]"
+        return f"{self.metric} {_num(self.diff)} [{_num(self.low)}, {_num(self.high)}]"
+
+
+def _num(x: float) -> str:
+    """4 decimals, as the tables show them; a figure too small for that in 3 significant digits."""
+    return f"{x:+.4f}" if x == 0 or abs(x) >= 5e-4 else f"{x:+.2e}"
 
 
 @dataclass(frozen=True)
