@@ -64,6 +64,9 @@ class GateSettings:
     max_corpus_drift: float = 0.05  # share of documents added/removed/changed before CORPUS MOVED
     max_silent_share: float = 0.2  # share of queries a component may answer with nothing
     max_unknown_share: float = 0.01  # share of results naming documents data.corpus lacks (CORPUS MISMATCH)
+    # decisions a golden set makes before compare --plan warns GOLDEN SET REUSED: 20 decisions at
+    # alpha 0.05 expect one false ship among changes that do nothing (docs/decisions.md)
+    max_decisions: int = 20
 
     def __post_init__(self):
         check(
@@ -84,6 +87,11 @@ class GateSettings:
                     "gates.max_silent_share",
                     is_number(self.max_silent_share) and 0 <= self.max_silent_share <= 1,
                     f"a share between 0 and 1, got {self.max_silent_share!r}",
+                ),
+                (
+                    "gates.max_decisions",
+                    is_int(self.max_decisions) and self.max_decisions >= 0,
+                    f"a whole number of decisions >= 0, got {self.max_decisions!r}",
                 ),
                 (
                     "gates.max_unknown_share",

@@ -115,12 +115,19 @@ def build_component(key: str, node) -> Any:
             f"and its parameters, got {OmegaConf.to_container(node) if isinstance(node, DictConfig) else node!r}"
         )
     try:
-        return instantiate(node, _convert_="all")
+        built = instantiate(node, _convert_="all")
     except InstantiationException as exc:
         cause = exc.__cause__
         if isinstance(cause, SettingError):
             raise InputError(f"{key}: bad parameter(s)", [f"{key}.{p}" for p in cause.problems]) from None
         raise InputError(f"{key}: cannot build {node._target_}: {cause or exc}") from None
+    want = "fuse" if key == "retriever.fusion" else "index"
+    if not callable(getattr(built, want, None)):  # `_target_: builtins.dict` builds, and measures nothing
+        raise InputError(
+            f"{key}._target_: {node._target_} built a {type(built).__name__}, which has no {want}() method; "
+            f"name a {'fusion' if want == 'fuse' else 'retriever'} class (docs/interface.md §2)"
+        )
+    return built
 
 
 def build_retriever(name: str, node: DictConfig) -> RetrieverSettings:

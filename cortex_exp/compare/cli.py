@@ -23,7 +23,7 @@ from pathlib import Path
 from cortex_exp import interrupts
 from cortex_exp.compare.judged import max_drop
 from cortex_exp.compare.options import BOOTSTRAP_KINDS, CI_KINDS, CompareOptions
-from cortex_exp.errors import InputError, run_cli
+from cortex_exp.errors import InputError, quiet_stdout, run_cli
 from cortex_exp.logs import configure as configure_logging
 from cortex_exp.metrics import higher_is_better
 from cortex_exp.tables import WIDTH
@@ -87,6 +87,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="the effect queries_needed is for, on each metric's scale: 5%% (of the baseline mean; the "
         "default), 0.2sd (standard deviations of the differences) or 0.02 (the metric's units); "
         "METRIC=SIZE for one metric (repeatable)",
+    )
+    p.add_argument(
+        "--min-effect",
+        metavar="SIZE",
+        help="the verdict `equivalent` for a metric whose interval lies inside ±SIZE (5%%, 0.2sd or 0.02)",
+    )
+    p.add_argument("--plan", metavar="PLAN_ID", help="decide each candidate from this plan (plan create)")
+    p.add_argument(
+        "--max-decisions",
+        type=int,
+        metavar="N",
+        help=f"WARNING: GOLDEN SET REUSED past N decisions on one golden set (gates.max_decisions, default "
+        f"{DEFAULTS.max_decisions})",
     )
     p.add_argument("--verbose", action="store_true", help="other libraries' log lines too (MLflow's, ...)")
     p.add_argument("--tracking-uri", help="default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db")
@@ -192,6 +205,7 @@ def form(runs: list[str], opts: CompareOptions) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_stdout()
     try:
         return run_cli(lambda: _main(argv))
     except SystemExit as exc:  # --help

@@ -1,4 +1,4 @@
-"""`python -m cortex_exp.golden build | rebuild | import-beir | export | review | add-judgments | diff`
+"""`python -m cortex_exp.golden build | rebuild | import-beir | export | review | add-judgments | diff | split`
 (docs/interface.md §1)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from cortex_exp.errors import InputError, run_cli
+from cortex_exp.errors import InputError, quiet_stdout, run_cli
 from cortex_exp.golden.beir import import_beir
 from cortex_exp.golden.build import build_from_files, rebuild
 from cortex_exp.golden.export import FILES, FORMATS, export
@@ -64,6 +64,11 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("old", type=Path, help="the older golden-set folder")
     d.add_argument("new", type=Path, help="the newer golden-set folder")
     d.add_argument("--json", action="store_true", help="print the changes as JSON")
+    s = sub.add_parser("split", help="split a golden set by task into dev/ and holdout/ (decide on the held-out part)")
+    s.add_argument("dir", type=Path, help="the golden-set folder")
+    s.add_argument("--holdout", required=True, type=float, metavar="FRACTION", help="share of tasks held out, e.g. 0.3")
+    s.add_argument("--seed", required=True, type=int, help="seed of the shuffle of the tasks")
+    s.add_argument("--out", required=True, type=Path, help="folder for the two parts: OUT/dev, OUT/holdout")
     return p
 
 
@@ -73,7 +78,7 @@ def summary(golden) -> str:
     lines = [
         f"golden set {golden.path}  golden_id {golden.golden_id}",
         f"  queries {c['queries']}  projects {c['projects']}  positives {c['positives']}  "
-        f"noise {c['noise']} (of which wrong {c['wrong']})",
+        f"noise {c['noise']} (of which wrong {'?' if c.get('wrong') is None else c['wrong']})",
         "  filters: " + "  ".join(f"{k} {v}" for k, v in f.items()),
         f"  corpus {m['corpus_size']} documents, fingerprint {m['corpus_fingerprint'][:16]}…",
     ]
@@ -185,10 +190,17 @@ def build(args):
     )
 
 
-HANDLERS = {"review": run_review, "add-judgments": run_add_judgments, "diff": run_diff}
+def run_split(args) -> None:
+    from cortex_exp.golden.split import describe, split_golden
+
+    print(describe(split_golden(args.dir, args.holdout, args.seed, args.out)))
+
+
+HANDLERS = {"review": run_review, "add-judgments": run_add_judgments, "diff": run_diff, "split": run_split}
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_stdout()  # `golden diff | head -1`: no BrokenPipeError
     args = parser().parse_args(argv)
 
     def go():

@@ -20,6 +20,7 @@ from cortex_exp.errors import GateRefused, InputError
 from cortex_exp.golden import GoldenSet, load_golden
 from cortex_exp.parallel import use_workers
 from cortex_exp.retrievers.base import Index, Ranking
+from cortex_exp.retrievers.runfile import require_queries
 from cortex_exp.rows import RowSpec, rerank, row_spec
 from cortex_exp.run import describe, gates
 from cortex_exp.run.agreement import Listing, corpus_in_use, unknown_documents
@@ -131,6 +132,7 @@ def prepare(settings: RunSettings, row: RowSpec) -> Prepared:
     indexed, warnings = corpus_in_use(settings, corpus, degraded)  # a service's own listing, else the file
     stale, drift = check_golden(settings, indexed, golden, degraded, warnings)
     indexes = build_indexes(settings, corpus)
+    require_queries(indexes, [q.qid for q in golden.queries])  # a ranking file short of queries: no run
     results = probe_gate(settings, corpus, indexes, degraded)
     features, stores = load_features(settings, row, corpus, degraded)
     interrupts.checkpoint("bench.probed")

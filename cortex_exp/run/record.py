@@ -117,7 +117,8 @@ def log_results(mlrun, settings: RunSettings, row: RowSpec, corpus: Corpus, gold
         }
     )
     interrupts.checkpoint("record.metrics")
-    mlrun.log_jsonl("per_query.jsonl", measured.per_query)
+    # compare checks the artifact against this digest (and the means above) before it trusts it
+    mlrun.set_tags({tracking.PER_QUERY_DIGEST: mlrun.log_jsonl("per_query.jsonl", measured.per_query)})
     trec, note = run_trec(measured.per_query, run_name(settings, row))
     if trec is not None:
         mlrun.log_text("run.trec", trec)

@@ -46,10 +46,13 @@ def views(metrics: list[str]) -> dict[str, tuple[str, str, list[str], tuple[str,
     run_cols += _cols("metrics", [*metrics, "n_queries"]) + _cols("attributes", ["Duration", "Dataset"])
     verdicts = _cols("tags", ["run_a_name", "run_b_name", "comparison_decides"])
     verdicts += _cols("tags", [f"verdict.{m}" for m in metrics]) + _cols("metrics", [f"diff_{m}" for m in metrics])
+    decisions = _cols("tags", ["plan_id", "run_b_name", "decision", "primary", "decision_golden_id"])
+    decisions += _cols("metrics", ["primary_diff", "primary_ci_low", "primary_ci_high"])
     return {
         "cortex-benchmark": ("cortex_exp: benchmark runs", "tags.kind = 'benchmark'", run_cols, BY_NAME),
         "cortex-decides": ("cortex_exp: runs that decide", "tags.decides = 'true'", run_cols, BY_NAME),
         "cortex-comparisons": ("cortex_exp: comparisons", "tags.kind = 'comparison'", verdicts, BY_START),
+        "cortex-decisions": ("cortex_exp: decisions", "tags.decision LIKE '%'", decisions, BY_START),
     }
 
 
