@@ -125,6 +125,20 @@ def test_a_user_retriever_from_a_config_dir_of_their_own():
     assert cfg.retriever.lexical._target_ == "my_retriever.TfidfRetriever"
 
 
+def test_a_glob_over_a_config_group_names_the_options_it_chose():
+    """`make run` sweeps `row=glob(*,exclude=_*)`: the parent run is named after the five rows it
+    ran, in Hydra's order, never after the glob (and never the schema, `_schema`)."""
+    from hydra import initialize_config_module
+
+    from cortex_exp.cli.callbacks import shown_sweeps
+    from cortex_exp.cli.config import register
+
+    register()
+    with initialize_config_module(config_module="cortex_exp.conf", version_base="1.3"):
+        shown = shown_sweeps(["row=glob(*,exclude=_*)", "retriever=bm25_v2", "metrics.ks=[5,10]", "a.b=1,2"])
+    assert shown == ["row=" + ",".join(ROWS), "a.b=1,2"]
+
+
 def test_the_workers_are_a_setting_every_core_by_default(monkeypatch):
     from cortex_exp import parallel
 

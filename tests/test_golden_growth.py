@@ -83,7 +83,7 @@ def test_every_bad_line_is_named_and_nothing_is_written(golden, tmp_path, capsys
         [
             {"qid": "q-nope", "doc_id": "d-retry", "verdict": "positive"},  # 1
             {"qid": RETRY, "doc_id": "d-nowhere", "verdict": "positive"},  # 2
-            {"qid": RETRY, "doc_id": "d-auth", "verdict": "helped"},  # 3
+            {"qid": RETRY, "doc_id": "d-auth", "verdict": "meh"},  # 3
             {"qid": FLAKY, "doc_id": "d-cache", "verdict": "positive"},  # 4: the set says noise
             {"qid": RETRY, "doc_id": "d-flaky", "verdict": "noise"},  # 5
             {"qid": RETRY, "doc_id": "d-flaky", "verdict": "positive"},  # 6: line 5 said noise
@@ -95,7 +95,7 @@ def test_every_bad_line_is_named_and_nothing_is_written(golden, tmp_path, capsys
     for line, what in [
         (1, "qid 'q-nope' is not in the golden set"),
         (2, "document 'd-nowhere' is not in the corpus the golden set was built on"),
-        (3, "verdict must be 'positive', 'noise' or empty (not judged), got 'helped'"),
+        (3, "verdict must be 'positive' or 'helped', 'noise' or 'wrong' (noise), or empty (not judged), got 'meh'"),
         (4, "'d-cache' is already judged noise for qid 'q-c14ba69966ec' in the golden set (from the serve log)"),
         (6, "conflicting judgments of 'd-flaky'"),
         (7, "missing field 'doc_id'"),

@@ -13,8 +13,8 @@ from fake_encoder import FakeEncoder
 from loopback import Loopback, reference_module, reference_service
 from mlflow.tracking import MlflowClient
 
-from cortex_exp.compare.analysis import compare_runs
-from cortex_exp.compare.cli import parse_options
+from cortex_exp.compare.analysis import compare as compare_runs
+from cortex_exp.compare.options import CompareOptions
 from cortex_exp.data.corpus import load_corpus
 from cortex_exp.errors import GateRefused
 from cortex_exp.golden.build import build_from_files
@@ -61,8 +61,7 @@ def runs(uri):
 
 def compare(uri, a, b) -> dict:
     client = connect(uri)
-    result, _ = compare_runs(fetch_run(client, a), fetch_run(client, b), parse_options([a, b]))
-    return result
+    return compare_runs(fetch_run(client, a), [fetch_run(client, b)], CompareOptions()).to_dict()
 
 
 def test_the_service_measures_exactly_like_the_builtin_hybrid(data, tmp_path):

@@ -9,8 +9,10 @@ or the two score vectors, and returns plain Python floats and ints: never NaN or
 - `bootstrap_means` / `cluster_bootstrap_means`: seeded resampling distributions of the mean
   difference (queries, or whole projects with all their queries).
 - `percentile_interval` / `bca_interval`: intervals from such a distribution.
+- `INTERVALS` / `interval`: each `--ci` kind by name, the one place a new kind is registered.
 - `holm`, `win_tie_loss`, `queries_needed`, `detectable_effect`, `analyse` (all of it for one
-  metric, with the effect on the metric's own scale: `cortex_exp.compare.effect`).
+  metric, with the effect on the metric's own scale: `cortex_exp.compare.effect`), `verdict`
+  (the one rule that turns a metric's figures into better / worse / indistinguishable).
 """
 
 from __future__ import annotations
@@ -157,6 +159,52 @@ def bca_interval(d: np.ndarray, boot: np.ndarray, level: float = LEVEL) -> Inter
     return Interval(float(low), float(high), bootstrap_p(boot))
 
 
+@dataclass(frozen=True)
+class Draw:
+    """How one metric's interval is drawn: the `--ci` kind's inputs besides the differences."""
+
+    groups: Sequence[object] | None  # each query's cluster (project), for `cluster`
+    seed: int  # a fresh generator per metric: the same draws whatever --metric says
+    bootstrap_kind: str  # percentile | bca, for the resampling kinds
+    level: float = LEVEL
+    done: Callable[[int], object] | None = None  # told of resamples drawn (a progress bar)
+
+
+def _t(d: np.ndarray, draw: Draw) -> Interval:
+    return t_interval(d, draw.level)
+
+
+def _from_boot(d: np.ndarray, boot: np.ndarray, draw: Draw) -> Interval:
+    if draw.bootstrap_kind == "bca":
+        return bca_interval(d, boot, draw.level)
+    return percentile_interval(d, boot, draw.level)
+
+
+def _bootstrap(d: np.ndarray, draw: Draw) -> Interval:
+    return _from_boot(d, bootstrap_means(d, np.random.default_rng(draw.seed), done=draw.done), draw)
+
+
+def _cluster(d: np.ndarray, draw: Draw) -> Interval:
+    boot = cluster_bootstrap_means(d, draw.groups, np.random.default_rng(draw.seed))
+    if draw.done is not None:
+        draw.done(len(boot))
+    return _from_boot(d, boot, draw)
+
+
+# `--ci` kind -> how its interval of mean(d) is drawn; `resamples`: whether it draws N_BOOT
+# resamples (a progress bar). A new kind is one function and one entry here.
+INTERVALS: dict[str, tuple[Callable[[np.ndarray, Draw], Interval], bool]] = {
+    "t": (_t, False),
+    "bootstrap": (_bootstrap, True),
+    "cluster": (_cluster, True),
+}
+
+
+def interval(d: np.ndarray, ci: str, draw: Draw) -> Interval:
+    """The interval of mean(d) of the `--ci` kind `ci`, at `draw.level`."""
+    return INTERVALS[ci][0](d, draw)
+
+
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm step-down adjusted p-values, in the input order."""
     m = len(p_values)
@@ -240,10 +288,16 @@ class MetricResult:
     detectable: float  # the smallest difference these queries detect with 80% power
 
     def verdict(self, p_value: float | None = None, alpha: float = 0.05) -> str:
-        """`indistinguishable` when the interval holds 0 (or an adjusted p is >= alpha)."""
-        if self.interval.contains_zero() or (p_value is not None and p_value >= alpha):
-            return "indistinguishable"
-        return "better" if (self.diff > 0) == self.higher_is_better else "worse"
+        return verdict(self, p_value, alpha)
+
+
+def verdict(m: MetricResult, p_value: float | None = None, alpha: float = 0.05) -> str:
+    """The verdict of one metric (docs/interface.md §7), the only place it is decided:
+    `indistinguishable` when the interval holds 0 (or a given adjusted p is >= alpha), else
+    `better` or `worse` in the metric's own direction (noise: lower is better)."""
+    if m.interval.contains_zero() or (p_value is not None and p_value >= alpha):
+        return "indistinguishable"
+    return "better" if (m.diff > 0) == m.higher_is_better else "worse"
 
 
 def analyse(

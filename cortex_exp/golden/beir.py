@@ -208,8 +208,8 @@ def import_beir(beir_dir: Path, out_dir: Path, now: datetime | None = None, how:
     try:
         corpus, corpus_sha256 = _corpus_pass(corpus_path, tmp)
         golden = _golden_of(beir_dir, corpus, corpus_sha256, qrels_path, out_dir, now, how)
-        write_golden(golden, out_dir, inputs, extra_outputs=("corpus.jsonl",))
-        os.replace(tmp, out_dir / "corpus.jsonl")
+        # the converted corpus joins the golden set's one commit: the old set or the new one, never a mix
+        write_golden(golden, out_dir, inputs, extra={"corpus.jsonl": lambda path: os.replace(tmp, path)})
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -33,7 +33,7 @@ def build_from_files(
 def rebuild(golden_dir: Path, now: datetime | None = None) -> GoldenSet:
     """Rebuild in place from the inputs the manifest names (part of every reindex). Reads only
     the manifest: a set whose files were modified is rebuilt, not refused (and then carries
-    nothing of it: `lineage`)."""
+    nothing of it, its manual judgments written aside first: `lineage.carry_forward`)."""
     from cortex_exp.golden.beir import import_beir
 
     golden_dir = Path(golden_dir)
@@ -41,5 +41,9 @@ def rebuild(golden_dir: Path, now: datetime | None = None) -> GoldenSet:
     source = manifest.get("source")
     if isinstance(source, dict) and source.get("kind") == "beir":
         return import_beir(source_path(manifest, "beir_dir", golden_dir), golden_dir, now=now, how="rebuild")
+    if isinstance(source, dict) and (source.get("kind") in ("mlflow", "otlp") or "map" in source):
+        from cortex_exp.golden.sources import rebuild_from_source
+
+        return rebuild_from_source(source, golden_dir, source_path(manifest, "corpus", golden_dir), now)
     corpus, serves = source_path(manifest, "corpus", golden_dir), source_path(manifest, "serves", golden_dir)
     return build_from_files(corpus, serves, golden_dir, now=now, how="rebuild")

@@ -2,8 +2,9 @@
 golden set (docs/interface.md §3 "Manual judgments").
 
 FILE is what `golden review` wrote, filled in: JSON lines, or CSV (by its first character: `{`
-is JSON lines), each with at least `qid`, `doc_id` and `verdict` — `positive`, `noise`, or empty
-(not judged yet: skipped). Every line is checked before anything is written (exit 2 naming
+is JSON lines), each with at least `qid`, `doc_id` and `verdict` — `positive`, `noise`, the serve
+log's words `helped` (positive) and `wrong` (noise), or empty (not judged yet: skipped). Every
+line is checked before anything is written (exit 2 naming
 `file:line`): the query must be in the set, the document in the corpus it was built on, a pair
 judged once in the file, and a pair the set already judges must carry the same label (it is
 then skipped: one judgment per query and document). The new judgments get `source: manual`;
@@ -26,7 +27,7 @@ from cortex_exp.errors import InputError
 from cortex_exp.golden.lineage import record, update_counts
 from cortex_exp.golden.load import load_golden
 from cortex_exp.golden.manifest import sha256_file
-from cortex_exp.golden.store import LABELS, GoldenSet, Judgment, judgment_clash, write_golden
+from cortex_exp.golden.store import GoldenSet, Judgment, judgment_clash, write_golden
 
 REQUIRED = ("qid", "doc_id", "verdict")
 
@@ -49,14 +50,23 @@ def read_rows(path: Path, problems: Problems):
         yield reader.line_num, {k: v for k, v in row.items() if k is not None}
 
 
+# a verdict's words -> its label: the golden set's own, and the serve log's (`wrong` is noise, as
+# a build labels it; docs/interface.md §3)
+WORDS = {"positive": "positive", "noise": "noise", "helped": "positive", "wrong": "noise"}
+
+
 def _verdict(obj: dict, problems: Problems, line: int) -> str | None:
     """The label a line gives, "" when it is not filled in, None when it is wrong."""
     value = obj.get("verdict")
     if value is None or (isinstance(value, str) and not value.strip()):
         return ""
-    if isinstance(value, str) and value.strip().lower() in LABELS:
-        return value.strip().lower()
-    problems.add(line, f"verdict must be 'positive', 'noise' or empty (not judged), got {str(value)[:40]!r}")
+    if isinstance(value, str) and value.strip().lower() in WORDS:
+        return WORDS[value.strip().lower()]
+    problems.add(
+        line,
+        "verdict must be 'positive' or 'helped', 'noise' or 'wrong' (noise), or empty (not judged), "
+        f"got {str(value)[:40]!r}",
+    )
     return None
 
 
@@ -109,7 +119,7 @@ def add_judgments(golden_dir: Path, path: Path, out_dir: Path | None = None, now
     if not new_judgments:
         raise InputError(
             f"{path}: no new verdict to add ({empty} line(s) not filled in, {alike} the set already judges alike); "
-            "fill the column verdict with positive or noise"
+            "fill the column verdict with positive or noise (or the serve log's helped, noise, wrong)"
         )
     judgments = sorted(old.judgments + new_judgments, key=lambda j: (j.qid, j.doc_id))
     new = GoldenSet(old.queries, judgments, _copy(old.manifest), dict(old.corpus_hashes))

@@ -4,10 +4,10 @@ comparison and that nobody judged, as a file a person fills in (docs/interface.m
 Per query both runs scored: every document one run ranks in its top K and the other does not,
 that the golden set does not judge for that query — the documents whose relevance the
 comparison cannot see. One line per (query, document), sorted by query then by who surfaced it:
-`qid`, `doc_id`, `verdict` (empty: to fill with `positive` or `noise`), `surfaced_by` (`A` or
-`B`), `rank_a`, `rank_b` (rank in each run's logged top, or empty), `query`, `project`,
-`title`, `text`. FILE ending in `.csv` is CSV (a spreadsheet opens it), anything else JSON
-lines. Then: `python -m cortex_exp.golden add-judgments GOLDEN_DIR FILE`.
+`qid`, `doc_id`, `verdict` (empty: to fill with `positive` or `noise`, or the serve log's words
+`helped`, `noise`, `wrong`), `surfaced_by` (`A` or `B`), `rank_a`, `rank_b` (rank in each run's
+logged top, or empty), `query`, `project`, `title`, `text`. FILE ending in `.csv` is CSV (a
+spreadsheet opens it), anything else JSON lines. Then: `python -m cortex_exp.golden add-judgments GOLDEN_DIR FILE`.
 
 K defaults to the smallest K the runs logged `judged_at_K` for (the K of `WARNING: UNJUDGED`).
 `--queries N` keeps a random sample of N of the queries with something to judge (seeded by
