@@ -4,7 +4,8 @@
                                      [--work DIR] [--keep] [--out bench/results/lucene.json]
 
 For each size, one synthetic BEIR collection (bench/synthetic.py, seeded), then, each in a
-process of its own (wall seconds, and peak resident memory from the operating system, `wait4`):
+process of its own (wall seconds, CPU seconds and peak resident memory from the operating
+system, `wait4`; the peak is the largest of a process and its workers, not their sum):
 - ours: `python -m cortex_exp.golden import-beir`, then `python -m cortex_exp row=core
   retriever=bm25_v2 data=files ...` with an empty cache (the MLflow store made before the first
   clock starts); its indexing and ranking seconds from its log, the rest (start-up, imports,
@@ -151,9 +152,10 @@ def ours(work: Path, beir: Path) -> dict:
     indexing = sum(s for k, s in steps.items() if k.startswith("indexed "))
     ranking = sum(s for k, s in steps.items() if k.startswith("ranked "))
     return {
-        "import": {k: imported[k] for k in ("wall_s", "peak", "load")},
+        "import": {k: imported[k] for k in ("wall_s", "cpu_s", "peak", "load")},
         "run": {**run, "index_s": indexing, "rank_s": ranking, "rest_s": run["wall_s"] - indexing - ranking},
         "wall_s": imported["wall_s"] + run["wall_s"],
+        "cpu_s": imported["cpu_s"] + run["cpu_s"],
         "peak": max(imported["peak"], run["peak"]),
         "recall_at_24": run.get("recall_at_24"),
     }
@@ -181,9 +183,10 @@ def theirs(work: Path, beir: Path, jvm: Path, jar: Path, threads: int) -> dict:
     recall = recall_at_24(base / "run.txt", beir)
     shutil.rmtree(base)
     return {
-        "index": {k: index[k] for k in ("wall_s", "peak", "load")},
-        "search": {k: search[k] for k in ("wall_s", "peak", "load")},
+        "index": {k: index[k] for k in ("wall_s", "cpu_s", "peak", "load")},
+        "search": {k: search[k] for k in ("wall_s", "cpu_s", "peak", "load")},
         "wall_s": index["wall_s"] + search["wall_s"],
+        "cpu_s": index["cpu_s"] + search["cpu_s"],
         "peak": max(index["peak"], search["peak"]),
         "recall_at_24": recall,
     }
@@ -242,14 +245,17 @@ def rows(results: list[dict]) -> list[tuple[str, list]]:
         ("  of which ranking (s)", get("ours.run.rank_s")),
         ("  of which the rest: start-up, reading, gates, MLflow (s)", get("ours.run.rest_s")),
         ("ours: import + run (s)", get("ours.wall_s")),
+        ("ours: CPU seconds, user + system", get("ours.cpu_s")),
         ("ours: peak memory (GiB)", get("ours.peak", GIB, "{:.2f}")),
         ("ours: recall@24", get("ours.recall_at_24", fmt="{:.4f}")),
         ("Anserini: IndexCollection (s)", get("anserini.index.wall_s")),
         ("Anserini: SearchCollection (s)", get("anserini.search.wall_s")),
         ("Anserini: index + search (s)", get("anserini.wall_s")),
+        ("Anserini: CPU seconds, user + system", get("anserini.cpu_s")),
         ("Anserini: peak memory (GiB)", get("anserini.peak", GIB, "{:.2f}")),
         ("Anserini: recall@24", get("anserini.recall_at_24", fmt="{:.4f}")),
         ("time, ours / Anserini", ratio("wall_s")),
+        ("CPU seconds, ours / Anserini", ratio("cpu_s")),
         ("peak memory, ours / Anserini", ratio("peak")),
         ("load: import, run", [f"{_load(r, 'ours.import')}, {_load(r, 'ours.run')}" for r in results]),
         ("load: index, search", [f"{_load(r, 'anserini.index')}, {_load(r, 'anserini.search')}" for r in results]),
