@@ -53,7 +53,7 @@ def apply(
             found = found.overridden()
         elif found.refuses and not found.deferred:
             raise Refusal(found)
-        if log is not None and not (found.refuses and found.deferred):
+        if log is not None and found.message and not (found.refuses and found.deferred):
             log(found.message)
         recorded.append(found)
     return recorded
