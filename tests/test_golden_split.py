@@ -89,3 +89,12 @@ def test_bad_fractions_are_exit_2(tmp_path, capsys, fraction, message):
         ["split", str(tmp_path / "golden"), "--holdout", str(fraction), "--seed", "1", "--out", str(tmp_path / "s")]
     )
     assert code == 2 and message in capsys.readouterr().err
+
+
+def test_a_part_is_not_rebuilt_from_its_parents_inputs(tmp_path, capsys):
+    parent_set(tmp_path)
+    split_golden(tmp_path / "golden", 0.3, 7, tmp_path / "split")
+    code = golden_main(["rebuild", str(tmp_path / "split" / "holdout")])
+    err = capsys.readouterr().err
+    assert code == 2 and "is the 'holdout' part of the golden set at" in err
+    assert f"golden split {(tmp_path / 'golden').resolve()} --holdout 0.3 --seed 7" in err
