@@ -29,7 +29,7 @@ lint: $(STAMP)
 # the docs site (mkdocs.yml): strict, so a broken link or anchor fails make test; built into a
 # temporary folder (nothing generated in the source tree). `$(VENV)/bin/mkdocs serve` to read it.
 docs: $(STAMP)
-	@site=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir $$site; \
+	@site=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir $$site; \
 	  status=$$?; rm -rf $$site; exit $$status
 
 # The slow tier starts a PostgreSQL server of its own (tests/test_team_setup.py): Debian's

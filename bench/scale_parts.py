@@ -55,7 +55,7 @@ def random_unit(rng: np.random.Generator, n: int) -> np.ndarray:
 
 def vectors(n: int, kind: str, n_queries: int) -> dict:
     """Build time, search time and (approximate kinds) recall@100 against exact on 500 of the queries."""
-    spec = Dense(index=kind, **({"nlist": 1024} if kind == "ivf" else {})).index_spec()
+    spec = Dense(index_type=kind, **({"nlist": 1024} if kind == "ivf" else {})).index_spec()
     rng = np.random.default_rng(14)
     index = VectorIndex(spec, DIM, n)
     start = time.perf_counter()

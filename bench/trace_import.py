@@ -3,15 +3,18 @@
 
     .venv/bin/python bench/trace_import.py [--traces 10000] [--store DIR] [--relog]
 
-The store: `--traces` serves (20 ranked documents and 2 always-served rules each, every one with
-a verdict) logged as traces through examples/traced_agent/ into an sqlite store under `--store`
-(default `~/.cache/cortex_exp/bench/trace_import`, outside the repository): logging takes
-~12 min here, so the store is kept between runs. `store.json` beside it proves what it holds
-(the seed, the counts, the sha256 of the serve log replayed); a store that does not match is
-logged again. Then, each in a process of its own (peak resident memory from `wait4`):
-- bare: `MlflowClient.search_traces` page by page over the experiment, every span's inputs and
-  outputs and every trace's feedback in force (`Trace.search_assessments`) read: what MLflow
-  hands over, the floor;
+The store: the first `--traces` of 10k serves (20 ranked documents and 2 always-served rules
+each, every one with a verdict) logged as traces through examples/traced_agent/ into an sqlite
+store under `--store` (default `~/.cache/cortex_exp/bench/trace_import`, outside the
+repository). Logging 10k takes ~12 min on a quiet machine, so the store is kept between runs,
+and a run cut short is resumed: the store is counted (each serve's trace and all its verdicts,
+from the first in replay order; a chunk left half-logged is deleted), `store.json` proves the
+data it was logged from. The figures are for the traces the store holds.
+Then, each in a process of its own (peak resident memory from `wait4`):
+- bare: `MlflowClient.search_traces` page by page over the experiment, with every trace's
+  feedback in force (`Trace.search_assessments`): what MLflow hands over, the floor (the
+  issue's "search_traces plus their assessments"; the spans' JSON inputs and outputs, which
+  MLflow decodes when asked, are left to the import: reading the documents is its work);
 - import: `python -m cortex_exp.golden build --from mlflow` (progress bar on a terminal);
 - jsonl: `python -m cortex_exp.golden build --serves serves.jsonl` of the same serves.
 Prints the table and the targets: the import's own work (import - bare) at most 20% of the
@@ -39,6 +42,7 @@ SEED = 18
 RANKED, ALWAYS, PROJECTS, TASKS, DOCS = 20, 2, 10, 6000, 20000
 VERDICTS = ("helped", "noise", "noise", "wrong")
 EXPERIMENT = "trace-import"
+TOTAL = 10000  # serves of the data; `--traces N` logs and reads the first N (in replay order)
 TARGETS = {"import's own work over the bare pass": 0.20, "import peak memory (GiB)": 1.0}
 
 
@@ -78,28 +82,73 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def ensure_store(store: Path, n: int, relog: bool) -> tuple[str, Path, Path]:
-    """The store of `n` logged traces, logged now unless `store.json` proves it holds them."""
+def replay_order(serves: Path) -> list[dict]:
+    """The serves in the order the replay logs them (time, then serve id)."""
+    return sorted(map(json.loads, serves.read_text().splitlines()), key=lambda s: (s["ts"], s["serve_id"]))
+
+
+def logged_prefix(uri: str, order: list[dict]) -> int:
+    """How many serves of `order`, from the first, the store holds whole (the trace and all its
+    verdicts); the traces of any other serve (a chunk cut short) are deleted."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name(EXPERIMENT)
+    if exp is None:
+        return 0
+    have, token = {}, None
+    while True:
+        page = client.search_traces(locations=[exp.experiment_id], max_results=500, page_token=token,
+                                    include_spans=False)  # fmt: skip
+        for t in page:
+            have.setdefault(t.info.client_request_id, []).append((t.info.trace_id, len(t.info.assessments)))
+        token = page.token
+        if not token:
+            break
+    k = 0
+    while k < len(order):
+        found = have.get(order[k]["serve_id"], [])
+        if len(found) != 1 or found[0][1] != sum(i["verdict"] is not None for i in order[k]["items"]):
+            break
+        k += 1
+    keep = {s["serve_id"] for s in order[:k]}
+    extra = [tid for sid, found in have.items() if sid not in keep for tid, _ in found]
+    for i in range(0, len(extra), 100):
+        client.delete_traces(exp.experiment_id, trace_ids=extra[i : i + 100])
+    return k
+
+
+def ensure_store(store: Path, n: int, relog: bool, chunk: int = 200) -> tuple[str, Path, Path, int]:
+    """A store holding at least the first `n` serves (in replay order) as traces; logs what it
+    lacks, a chunk at a time, resuming where a run cut short left off (`store.json` proves the
+    data; the store itself is counted). Returns the URI, the corpus, a serve log of exactly the
+    serves logged, and their count."""
     marker = store / "store.json"
-    want = {"seed": SEED, "traces": n, "ranked": RANKED, "always": ALWAYS, "experiment": EXPERIMENT}
-    corpus, serves = write_data(store / "data", n)
+    want = {"seed": SEED, "total": TOTAL, "ranked": RANKED, "always": ALWAYS, "experiment": EXPERIMENT}
+    corpus, serves = write_data(store / "data", TOTAL)
     want["serves_sha256"] = sha256(serves)
     uri = f"sqlite:///{store}/mlflow.db"
-    if not relog and marker.is_file() and json.loads(marker.read_text()) == {**want, "complete": True}:
-        print(f"store: {store} ({n} traces, logged before; --relog to log again)", flush=True)
-        return uri, corpus, serves
-    for old in ("mlflow.db", "mlflow.db.lock", "mlruns", "store.json"):
-        path = store / old
-        shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
-    print(f"store: logging {n} traces into {store} (about 12 min here) ...", flush=True)
-    start = time.perf_counter()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MLFLOW_TRACKING_URI": uri}
-    cmd = [sys.executable, str(ROOT / "examples/traced_agent/replay.py"), "--serves", str(serves)]
-    cmd += ["--tracking-uri", uri, "--experiment", EXPERIMENT]
-    subprocess.run(cmd, check=True, env=env, cwd=store)
-    marker.write_text(json.dumps({**want, "complete": True, "log_seconds": round(time.perf_counter() - start, 1)}))
-    print(f"store: logged in {time.perf_counter() - start:.0f} s", flush=True)
-    return uri, corpus, serves
+    if relog or not marker.is_file() or json.loads(marker.read_text()) != want:
+        for old in ("mlflow.db", "mlflow.db.lock", "mlruns"):
+            path = store / old
+            shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+        marker.write_text(json.dumps(want))
+    order = replay_order(serves)
+    logged = logged_prefix(uri, order)
+    if logged < n:
+        sys.path.insert(0, str(ROOT / "examples" / "traced_agent"))
+        from replay import replay
+
+        print(f"store: {logged} of {n} traces logged in {store}; logging the rest (~12 min for 10k here)", flush=True)
+        start = time.perf_counter()
+        for first in range(logged, n, chunk):
+            replay(order[first : min(first + chunk, n)], uri, EXPERIMENT)
+            print(f"store: {min(first + chunk, n)} traces ({time.perf_counter() - start:.0f} s)", flush=True)
+        logged = logged_prefix(uri, order)
+    subset = store / "data" / f"serves-{logged}.jsonl"
+    subset.write_text("".join(json.dumps(s) + "\n" for s in order[:logged]))
+    print(f"store: {store} holds {logged} traces", flush=True)
+    return uri, corpus, subset, logged
 
 
 def bare_pass(uri: str) -> None:
@@ -114,7 +163,7 @@ def bare_pass(uri: str) -> None:
                                     order_by=["timestamp_ms ASC"])  # fmt: skip
         for trace in page:
             traces += 1
-            spans += sum((s.inputs, s.outputs) != (None, None) for s in trace.data.spans)
+            spans += len(trace.data.spans)
             feedback += len(trace.search_assessments(type="feedback"))
         token = page.token
         if not token:
@@ -140,7 +189,7 @@ def measured(cmd: list[str], cwd: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--traces", type=int, default=10000)
+    p.add_argument("--traces", type=int, default=TOTAL, help=f"at least this many traces in the store (<= {TOTAL})")
     p.add_argument("--store", type=Path, default=default_store())
     p.add_argument("--relog", action="store_true", help="log the store again even when it is complete")
     p.add_argument("--log-only", action="store_true", help="make sure the store is logged, measure nothing")
@@ -149,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.bare:
         bare_pass(args.bare)
         return 0
-    uri, corpus, serves = ensure_store(args.store, args.traces, args.relog)
+    uri, corpus, serves, n = ensure_store(args.store, args.traces, args.relog)
     if args.log_only:
         return 0
     rows = {}

@@ -11,12 +11,11 @@ from datetime import datetime, timedelta
 
 import pytest
 from conftest import TINY_SERVES, build_demo, doc, serve, write_jsonl
+from support.tiny import FLAKY, RETRY
 
 from cortex_exp.golden import load_golden
 from cortex_exp.golden.__main__ import main
 from cortex_exp.golden.build import build_from_files, rebuild
-
-RETRY, FLAKY = "q-b7e6435437bb", "q-c14ba69966ec"  # the tiny set's two queries (their qids are stable)
 
 
 @pytest.fixture

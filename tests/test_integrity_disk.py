@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, TINY_DOCS, TINY_SERVES, serve, write_jsonl
-from test_integrity_table import Bench, Ctx, _bench, _new_process, count_runs, edit_json, make_case_folder, snapshot
+from support.integrity import Bench, Ctx, _bench, _new_process, count_runs, edit_json, make_case_folder, snapshot
 
 from cortex_exp.data.corpus import load_corpus
 from cortex_exp.errors import run_cli
@@ -196,6 +196,18 @@ def _words_counted(ctx: Ctx) -> None:
         (RETRY, "d-flaky", "noise"),
         (RETRY, "d-cache", "noise"),
     }
+
+
+def _out_over_another(ctx: Ctx):
+    shutil.copytree(golden_dir(ctx), ctx.d / "other")
+    path = write_jsonl(ctx.d.parent / "other.jsonl", EARLIER)
+    assert golden_main(["add-judgments", str(ctx.d / "other"), str(path)]) == 0
+    later = write_jsonl(ctx.d.parent / "later.jsonl", LATER)
+    return Golden(("add-judgments", str(golden_dir(ctx)), str(later), "--out", str(ctx.d / "other")))
+
+
+def _other_kept(ctx: Ctx) -> None:
+    assert manual(ctx.d / "other") == as_manual(EARLIER)
 
 
 # --- export --------------------------------------------------------------------------------------
@@ -378,6 +390,10 @@ CASES: dict[str, Case] = {
     ),
     # before: exit 0, a run replayed from outside the spool folder named
     "replay of a spool folder holding a symlinked run": Case(_linked_run_folder, 2, ("{d}/spool/",)),
+    # before: exit 0, the other set replaced, its own manual judgments gone
+    "add-judgments --out over another golden set": Case(
+        _out_over_another, 2, ("--out {d}/other: already holds a golden set",), after=_other_kept
+    ),
     # --- point 3: every recorded input proves itself -------------------------------------------
     # before: exit 0, a deciding run on a set 40 days old (the stale gate read the edited date)
     "manifest built_at edited (the stale gate bypassed)": Case(
@@ -442,7 +458,7 @@ def store(tmp_path_factory):
 
 
 def test_the_table_holds_a_case_per_defect():
-    assert len(CASES) >= 18
+    assert len(CASES) >= 19
 
 
 @pytest.mark.parametrize("name", list(CASES))

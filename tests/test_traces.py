@@ -6,6 +6,7 @@ verdict sources; and every bad input exits as docs/interface.md §5 says, writin
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import mlflow
 import pytest
@@ -191,7 +192,7 @@ def test_the_value_map_reads_thumbs_booleans_and_scores(store, tmp_path):
     log_serve("Thumbs", ["d1", "d2"], [("d1", "thumbs_up", human()), ("d2", "thumbs_down", human())])
     log_serve("Booleans", ["d1", "d2"], [("d1", True, human()), ("d2", False, human())])
     log_serve("Scores", ["d1", "d2", "d3"], [("d1", 0.9, human()), ("d2", 0.2, human()), ("d3", 0.5, human())])
-    (tmp_path / "map.yaml").write_text("presets: [thumbs, booleans]\nthreshold: 0.5\n")
+    (tmp_path / "map.yaml").write_text("presets: [thumbs, booleans]\nthreshold: 0.5\nserve_id: tags.project\n")
     assert build(uri, corpus, tmp_path / "golden", "values", "--map", str(tmp_path / "map.yaml")) == 0
     queries = {
         q["qid"]: q["text"] for q in map(json.loads, (tmp_path / "golden" / "queries.jsonl").read_text().splitlines())
@@ -210,6 +211,8 @@ def test_the_value_map_reads_thumbs_booleans_and_scores(store, tmp_path):
         ("Scores", "d3"): "positive",  # >= threshold
     }
     assert manifest(tmp_path / "golden")["source"]["mapping"]["values"]["threshold"] == 0.5
+    serve_ids = [json.loads(q)["serve_ids"] for q in (tmp_path / "golden" / "queries.jsonl").read_text().splitlines()]
+    assert serve_ids == [["p1"]] * 3  # serve_id: a dotted path into the trace
 
 
 def test_an_experiment_that_does_not_exist_exits_2_naming_it(store, tmp_path, capsys):
@@ -268,3 +271,32 @@ def test_an_unreachable_store_exits_4(tmp_path, capsys):
 def test_the_manifest_never_holds_credentials():
     assert public_uri("https://alice:s3cret@mlflow.example.com/") == "https://mlflow.example.com/"
     assert public_uri("sqlite:////tmp/mlflow.db") == "sqlite:////tmp/mlflow.db"
+
+
+def test_a_relative_sqlite_store_is_recorded_by_its_absolute_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert public_uri("sqlite:///mlflow.db") == f"sqlite:///{tmp_path.resolve()}/mlflow.db"
+
+
+def test_a_filter_mlflow_refuses_exits_2(store, tmp_path, capsys):
+    uri, corpus = store
+    experiment(uri, "filtered")
+    log_serve("Fix it", ["d1"], [("d1", "helped", human())])
+    assert build(uri, corpus, tmp_path / "out", "filtered", "--filter", "tags.project ~~ 3") == 2
+    assert "--filter: MLflow refused the filter" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_window_keeps_the_traces_requested_in_it(store, tmp_path):
+    uri, corpus = store
+    experiment(uri, "window")
+    log_serve("Early task", ["d1"], [("d1", "helped", human())])
+    middle = mlflow.get_trace(mlflow.get_last_active_trace_id()).info.request_time + 1
+    log_serve("Late task", ["d2"], [("d2", "helped", human())])
+    since = datetime.fromtimestamp(middle / 1000, UTC).isoformat()
+    assert build(uri, corpus, tmp_path / "late", "window", "--since", since) == 0
+    assert [json.loads(q)["text"] for q in (tmp_path / "late" / "queries.jsonl").read_text().splitlines()] == [
+        "Late task"
+    ]
+    m = manifest(tmp_path / "late")
+    assert m["source"]["traces"] == 1 and m["source"]["since"].startswith(since[:19])

@@ -108,3 +108,26 @@ def test_an_otlp_file_that_is_not_an_export_request_exits_2(tmp_path, capsys):
     )
     assert f"{tmp_path / 'bad.jsonl'}:1: not an OTLP/JSON export request" in capsys.readouterr().err
     assert not (tmp_path / "g").exists()
+
+
+def test_bad_annotations_and_retriever_outputs_that_are_not_documents_exit_2(tmp_path, capsys):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"id": "d1", "title": "", "text": "x", "project": "p1", "kind": "x"}) + "\n")
+    t1 = "0af7651916cd43dd8448eb211c80319c"
+    root = {"input.value": json.dumps({"task": "Fix the build"}), "project": "p1"}
+    not_a_list = {"gen_ai.retrieval.documents": '"d1"'}
+    spans = [hexspan(t1, "b7ad6b7169203331", "agent", root),
+             hexspan(t1, "c7ad6b7169203331", "retrieve", not_a_list, "b7ad6b7169203331")]  # fmt: skip
+    otlp = tmp_path / "otlp.jsonl"
+    otlp.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}) + "\n")
+    args = ["build", "--from", "otlp", str(otlp), "--corpus", str(corpus), "--out", str(tmp_path / "g")]
+    assert main(args) == 2
+    assert (
+        f"trace {t1}: span 'retrieve' (c7ad6b7169203331) outputs: expected a list of documents"
+        in capsys.readouterr().err
+    )
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"span_id": "c7ad6b7169203331", "label": "helped"}\n')
+    assert main([*args, "--annotations", str(notes)]) == 2
+    assert f"{notes}:1: field 'document_position' must be a whole number >= 0, got None" in capsys.readouterr().err
+    assert not (tmp_path / "g").exists()

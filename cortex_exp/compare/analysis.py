@@ -72,6 +72,7 @@ class Comparison:
     names: list[str]
     options: CompareOptions
     form: str = "pair"
+    decided: object = None  # with --plan: the decisions (`compare.decide.Decided`)
 
     @property
     def corrected(self) -> bool:
@@ -259,6 +260,7 @@ def analyse_all(sample: Sample, names: list[str], fields: list[str], options: Co
                 higher_is_better=higher_is_better(name),
                 interval=stats.interval(d, sample.ci, draw),
                 effect=options.effects.of(name),
+                min_effect=options.margin,
             )
             diffs[name] = d
     return metrics, diffs
@@ -286,6 +288,8 @@ def metrics_json(metrics: dict[str, stats.MetricResult]) -> dict:
             "effect": m.effect.as_dict(),
             "detectable": {"size": m.effect.on_scale(m.detectable), "value": m.detectable},
         }
+        if m.margin is not None:  # --min-effect: what `equivalent` was judged against
+            out[name]["min_effect"] = m.margin.as_dict()
     return out
 
 

@@ -23,9 +23,10 @@ from pathlib import Path
 from cortex_exp import interrupts
 from cortex_exp.compare.judged import max_drop
 from cortex_exp.compare.options import BOOTSTRAP_KINDS, CI_KINDS, CompareOptions
-from cortex_exp.errors import InputError, run_cli
+from cortex_exp.errors import InputError, quiet_stdout, run_cli
 from cortex_exp.logs import configure as configure_logging
-from cortex_exp.metrics import higher_is_better
+from cortex_exp.metrics import higher_is_better, primary_name
+from cortex_exp.settings import MetricSettings
 from cortex_exp.tables import WIDTH
 
 DEFAULTS = CompareOptions()  # the defaults, in one place: the options value's
@@ -88,6 +89,19 @@ def build_parser() -> argparse.ArgumentParser:
         "default), 0.2sd (standard deviations of the differences) or 0.02 (the metric's units); "
         "METRIC=SIZE for one metric (repeatable)",
     )
+    p.add_argument(
+        "--min-effect",
+        metavar="SIZE",
+        help="the verdict `equivalent` for a metric whose interval lies inside ±SIZE (5%%, 0.2sd or 0.02)",
+    )
+    p.add_argument("--plan", metavar="PLAN_ID", help="decide each candidate from this plan (plan create)")
+    p.add_argument(
+        "--max-decisions",
+        type=int,
+        metavar="N",
+        help=f"WARNING: GOLDEN SET REUSED past N decisions on one golden set (gates.max_decisions, default "
+        f"{DEFAULTS.max_decisions})",
+    )
     p.add_argument("--verbose", action="store_true", help="other libraries' log lines too (MLflow's, ...)")
     p.add_argument("--tracking-uri", help="default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db")
     p.add_argument("--experiment", help="where run names are looked up (default cortex_exp, else all)")
@@ -124,10 +138,9 @@ def sweep_primary(children) -> str:
     if params.get("metrics.primary") not in (None, "", "None"):
         return params["metrics.primary"]
     try:
-        ks = json.loads(params.get("metrics.ks", "[24]"))
-        return f"recall_at_{max(ks)}"
+        return primary_name(json.loads(params.get("metrics.ks", "[24]")))
     except (ValueError, TypeError):
-        return "recall_at_24"
+        return MetricSettings().primary_metric
 
 
 def run_sweep(opts, uri: str) -> None:
@@ -166,7 +179,8 @@ def _main(argv: list[str] | None) -> None:
     configure_logging(verbose=opts.verbose)
     uri = resolve_uri(opts.tracking_uri)
     if opts.sweep and (runs or opts.runs_from):
-        raise InputError("compare: give either runs or --sweep PARENT_RUN, not both")
+        what = "--runs-from" if opts.runs_from else "runs"
+        raise InputError(f"compare: give either {what} or --sweep PARENT_RUN, not both")
     if opts.sweep:
         run_sweep(opts, uri)
     else:
@@ -192,6 +206,7 @@ def form(runs: list[str], opts: CompareOptions) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_stdout()
     try:
         return run_cli(lambda: _main(argv))
     except SystemExit as exc:  # --help

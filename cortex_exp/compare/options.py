@@ -8,13 +8,15 @@ analysis, the report and the MLflow record read only this value. A bad value is 
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from cortex_exp.compare import stats
-from cortex_exp.compare.effect import Effects
+from cortex_exp.compare.effect import Effect, Effects, parse_effect
 from cortex_exp.compare.judged import DEFAULT_MAX_DROP, max_drop
 from cortex_exp.errors import InputError
+from cortex_exp.settings import GateSettings
 
 CI_KINDS = tuple(stats.INTERVALS)  # t, bootstrap, cluster: each `--ci` kind, drawn by compare.stats
 BOOTSTRAP_KINDS = ("percentile", "bca")
@@ -26,11 +28,13 @@ class CompareOptions:
 
     The comparison: `metrics` (`--metric`, repeatable; empty: every metric of §4 both runs
     carry), `ci`, `bootstrap_kind`, `seed`, `holm`, `shared_queries`, `max_judged_drop`,
-    `condensed`, `effect` (`--effect` as typed, `[METRIC=]SIZE`; `effects` is it parsed).
+    `condensed`, `effect` (`--effect` as typed, `[METRIC=]SIZE`; `effects` is it parsed),
+    `min_effect` (`--min-effect SIZE`: the verdict `equivalent` inside ±SIZE; `margin` is it
+    parsed). Deciding: `plan` (`--plan PLAN_ID`), `max_decisions` (`gates.max_decisions`).
     Where the runs are and what is kept: `tracking_uri` (None: $MLFLOW_TRACKING_URI, else
     sqlite:///mlflow.db), `experiment` (where run names are looked up), `no_log` (no comparison
-    run in MLflow), `out` (also keep report.md and the plot there). The command line only:
-    `json`, `verbose`, `runs_from`, `sweep`.
+    run in MLflow), `out` (also keep report.md and the plot there), `runs_from` (the candidates:
+    a multirun's children). The command line only: `json`, `verbose`, `sweep`.
     """
 
     metrics: tuple[str, ...] = ()
@@ -42,6 +46,9 @@ class CompareOptions:
     max_judged_drop: float = DEFAULT_MAX_DROP
     condensed: bool = False
     effect: tuple[str, ...] = ()
+    min_effect: str | None = None
+    plan: str | None = None
+    max_decisions: int = GateSettings().max_decisions
     tracking_uri: str | None = None
     experiment: str | None = None
     no_log: bool = False
@@ -51,6 +58,7 @@ class CompareOptions:
     runs_from: str | None = None
     sweep: str | None = None
     effects: Effects = field(default=Effects(), init=False, repr=False, compare=False)
+    margin: Effect | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if isinstance(self.metrics, str):
@@ -63,12 +71,16 @@ class CompareOptions:
             raise InputError(
                 f"compare --bootstrap-kind {self.bootstrap_kind!r}: expected one of {', '.join(BOOTSTRAP_KINDS)}"
             )
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+        if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral):
             raise InputError(f"compare --seed {self.seed!r}: expected a whole number")
+        object.__setattr__(self, "seed", int(self.seed))  # a numpy integer too, logged as a plain one
         object.__setattr__(self, "max_judged_drop", max_drop(self.max_judged_drop))
         if self.out is not None:
             object.__setattr__(self, "out", Path(self.out))
         object.__setattr__(self, "effects", Effects.parse(self.effect))
+        object.__setattr__(self, "margin", _margin(self.min_effect))
+        if isinstance(self.max_decisions, bool) or not isinstance(self.max_decisions, int) or self.max_decisions < 0:
+            raise InputError(f"compare --max-decisions {self.max_decisions!r}: expected a whole number >= 0")
 
     @classmethod
     def of(cls, **given) -> CompareOptions:
@@ -86,3 +98,16 @@ class CompareOptions:
     def metric_list(self) -> list[str] | None:
         """`--metric` as the pairing reads it: the names asked for, or None for all."""
         return list(self.metrics) or None
+
+
+def _margin(text: str | None) -> Effect | None:
+    """`--min-effect SIZE` parsed: one size for every metric, in the forms `--effect` takes."""
+    if text is None:
+        return None
+    try:
+        metric, effect = parse_effect(text)
+    except InputError as exc:
+        raise InputError(str(exc).replace("--effect", "--min-effect", 1)) from None
+    if metric is not None:
+        raise InputError(f"compare --min-effect {text!r}: one SIZE for every metric (5%, 0.2sd, 0.02), not METRIC=SIZE")
+    return effect

@@ -7,14 +7,12 @@ compare prints, and `blocks_decision` says whether it keeps the comparison from 
 
 from __future__ import annotations
 
-import re
-
 from cortex_exp.data.corpus import diff_hashes
 from cortex_exp.errors import InputError
 from cortex_exp.findings import Action, Finding
-from cortex_exp.metrics import sort_key
+from cortex_exp.metrics import QUALITY_NAME, sort_key
 
-METRIC_NAME = re.compile(r"^(recall|noise|ndcg|precision)_at_\d+$|^(mrr|map)$")
+METRIC_NAME = QUALITY_NAME  # the quality metrics a run computes (metrics.FAMILIES)
 
 
 def index_rows(run) -> dict[str, dict]:

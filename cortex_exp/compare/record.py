@@ -147,6 +147,12 @@ def log_comparison(uri: str, comparison: Comparison, files: list[Path]) -> str:
         "ci": comparison.pairs[0].result["ci"],
         **own_tags,
     }
+    decided = comparison.decided
+    if decided is not None:  # --plan: the decisions, findable by tag (compare.decide)
+        from cortex_exp.compare.decide import record_tags, record_values
+
+        tags.update(record_tags(decided, comparison.form))
+        values.update(record_values(decided, comparison.form))
     home = comparison.candidates[0] if comparison.form == "pair" else base  # whose experiment holds it
     experiment = tracking.experiment_name(uri, home.experiment_id)
     with tracking.open_run(
@@ -157,14 +163,21 @@ def log_comparison(uri: str, comparison: Comparison, files: list[Path]) -> str:
         for path in files:
             log.log_file(path)
         comparison_id = log.run_id
-    link = f"[{name}]({tracking.run_link(home.experiment_id, comparison_id)})"
-    if comparison.form == "pair":
-        against, summary = other_name(comparison.candidates[0]), _summary(comparison.pairs[0])
-    else:
-        against, summary = f"{len(comparison.candidates)} candidates", ""
-    tag_compared(uri, comparison_id, link, base, "A (baseline)", against, summary)
-    for p in comparison.pairs:
-        tag_compared(uri, comparison_id, link, p.candidate, "B (candidate)", other_name(base), _summary(p))
+        link = f"[{name}]({tracking.run_link(home.experiment_id, comparison_id)})"
+        if comparison.form == "pair":
+            against, summary = other_name(comparison.candidates[0]), _summary(comparison.pairs[0])
+        else:
+            against, summary = f"{len(comparison.candidates)} candidates", ""
+        # inside the run: a failure here ends the comparison FAILED, never FINISHED half-linked
+        if decided is not None:
+            from cortex_exp.tracking.plans import link_decisions
+
+            link_decisions(
+                uri, decided.plan_run, comparison_id, link, dict(zip(candidate_names(comparison), decided.outcomes))
+            )
+        tag_compared(uri, comparison_id, link, base, "A (baseline)", against, summary)
+        for p in comparison.pairs:
+            tag_compared(uri, comparison_id, link, p.candidate, "B (candidate)", other_name(base), _summary(p))
     return comparison_id
 
 

@@ -218,9 +218,20 @@ def pair_labels(comparison: Comparison) -> dict[str, str]:
 def format_text(comparison: Comparison) -> str:
     """What compare prints without `--json`, no line wider than 100 columns."""
     if comparison.form == "many":
-        return format_many(comparison)
-    (p,) = comparison.pairs
-    return format_table(p.result, pair_labels(comparison), p.judged)
+        text = format_many(comparison)
+    else:
+        (p,) = comparison.pairs
+        text = format_table(p.result, pair_labels(comparison), p.judged)
+    return text + "".join(f"\n{line}" for line in _wrap(decision_lines(comparison)))
+
+
+def decision_lines(comparison: Comparison) -> list[str]:
+    """With `--plan`: each candidate's decision and why (`compare.decide`); else nothing."""
+    if comparison.decided is None:
+        return []
+    from cortex_exp.compare.decide import lines
+
+    return ["", *lines(comparison.decided, candidate_names(comparison))]
 
 
 def write_report(comparison: Comparison, folder: Path) -> list[Path]:
@@ -234,6 +245,8 @@ def write_report(comparison: Comparison, folder: Path) -> list[Path]:
         (p,) = comparison.pairs
         png = plot_differences(p.result, p.diffs, folder / "diffs.png")
         text = markdown_report(p.result, pair_labels(comparison), png.name, p.judged)
+    if comparison.decided is not None:
+        text += "\n## Decision\n\n" + "\n".join(f"    {line}" for line in decision_lines(comparison)[1:]) + "\n"
     md = folder / "report.md"
     md.write_text(text, encoding="utf-8")
     data = folder / "compare.json"
@@ -283,7 +296,7 @@ def _panel(ax, name: str, m: dict, d: np.ndarray) -> None:
 
 # --- many candidates ------------------------------------------------------------------------
 
-MARKS = {"better": " ▲", "worse": " ▼", "indistinguishable": "  "}
+MARKS = {"better": " ▲", "worse": " ▼", "indistinguishable": "  ", "equivalent": " ="}
 LEGEND = (
     "Each cell: B − A, the mean paired difference, and its simultaneous interval; ▲ better, ▼ worse "
     "(in the metric's direction: noise, lower is better), no mark: the interval holds 0."
@@ -381,7 +394,7 @@ def markdown_many(many: Comparison, plot_name: str) -> str:
     return "\n".join(out)
 
 
-COLOURS = {"better": "tab:green", "worse": "tab:red", "indistinguishable": "tab:gray"}
+COLOURS = {"better": "tab:green", "worse": "tab:red", "indistinguishable": "tab:gray", "equivalent": "tab:blue"}
 
 
 def plot_candidates(many: Comparison, path: Path) -> Path:

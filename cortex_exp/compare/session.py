@@ -21,7 +21,7 @@ def fetch_runs(uri: str, runs: list[str], options: CompareOptions) -> tuple[obje
     base = fetch_run(client, runs[0], options.experiment)
     if not options.runs_from:
         return base, [fetch_run(client, s, options.experiment) for s in runs[1:]]
-    _, children = fetch_sweep(client, options.runs_from, options.experiment)
+    _, children = fetch_sweep(client, options.runs_from, options.experiment, "--runs-from")
     return base, [c for c in children if c.run_id != base.run_id]
 
 
@@ -33,6 +33,10 @@ def analyse(uri: str, runs: list[str], options: CompareOptions, form: str) -> Co
     base, candidates = fetch_runs(uri, runs, options)
     comparison = compare(base, candidates, options, form)
     say_warnings(comparison)
+    if options.plan:
+        from cortex_exp.compare.decide import under_plan
+
+        under_plan(uri, comparison)
     return comparison
 
 

@@ -24,7 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from cortex_exp.compare.decision import equivalence_verdict
 from cortex_exp.compare.effect import DEFAULT, Effect, ResolvedEffect
+from cortex_exp.compare.permutation import permutation_interval
 from cortex_exp.errors import InputError
 
 LEVEL = 0.95
@@ -191,12 +193,18 @@ def _cluster(d: np.ndarray, draw: Draw) -> Interval:
     return _from_boot(d, boot, draw)
 
 
+def _permutation(d: np.ndarray, draw: Draw) -> Interval:
+    """The paired sign-flip test and the interval that inverts it (`compare.permutation`)."""
+    return Interval(*permutation_interval(d, draw.seed, draw.level))
+
+
 # `--ci` kind -> how its interval of mean(d) is drawn; `resamples`: whether it draws N_BOOT
 # resamples (a progress bar). A new kind is one function and one entry here.
 INTERVALS: dict[str, tuple[Callable[[np.ndarray, Draw], Interval], bool]] = {
     "t": (_t, False),
     "bootstrap": (_bootstrap, True),
     "cluster": (_cluster, True),
+    "permutation": (_permutation, False),
 }
 
 
@@ -226,12 +234,14 @@ def win_tie_loss(d: np.ndarray, higher_is_better: bool) -> tuple[int, int, int]:
 
 def paired_t_power(n: int, effect: float, sd: float, alpha: float = 0.05) -> float:
     """Power of the two-sided paired t test with `n` pairs: the noncentral t mass beyond both
-    critical values (a tail scipy cannot evaluate is vanishingly small and counts as 0)."""
+    critical values. Where scipy cannot evaluate the noncentral t's distribution function (NaN:
+    a noncentrality of about 1e12 and more, as when the differences vary only by rounding), the
+    distribution lies far right of both critical values: nothing below either, power 1."""
     df = n - 1
     crit = special.stdtrit(df, 1.0 - alpha / 2.0)
     nc = abs(effect) / sd * math.sqrt(n)
-    tails = np.nan_to_num([1.0 - special.nctdtr(df, nc, crit), special.nctdtr(df, nc, -crit)], nan=0.0)
-    return float(min(1.0, tails.sum()))
+    below = np.nan_to_num([special.nctdtr(df, nc, crit), special.nctdtr(df, nc, -crit)], nan=0.0)
+    return float(min(1.0, (1.0 - below[0]) + below[1]))
 
 
 def queries_needed(sd: float, effect: float = 0.05, power: float = 0.8, alpha: float = 0.05) -> int:
@@ -286,6 +296,7 @@ class MetricResult:
     higher_is_better: bool
     effect: ResolvedEffect  # what queries_needed is computed for
     detectable: float  # the smallest difference these queries detect with 80% power
+    margin: ResolvedEffect | None = None  # --min-effect on this metric's scale: `equivalent` inside ±it
 
     def verdict(self, p_value: float | None = None, alpha: float = 0.05) -> str:
         return verdict(self, p_value, alpha)
@@ -294,10 +305,14 @@ class MetricResult:
 def verdict(m: MetricResult, p_value: float | None = None, alpha: float = 0.05) -> str:
     """The verdict of one metric (docs/interface.md §7), the only place it is decided:
     `indistinguishable` when the interval holds 0 (or a given adjusted p is >= alpha), else
-    `better` or `worse` in the metric's own direction (noise: lower is better)."""
+    `better` or `worse` in the metric's own direction (noise: lower is better); with a margin
+    (`--min-effect`), `equivalent` before any of them when the interval lies inside ±margin."""
     if m.interval.contains_zero() or (p_value is not None and p_value >= alpha):
-        return "indistinguishable"
-    return "better" if (m.diff > 0) == m.higher_is_better else "worse"
+        moved = "indistinguishable"
+    else:
+        moved = "better" if (m.diff > 0) == m.higher_is_better else "worse"
+    margin = m.margin.value if m.margin is not None else None
+    return equivalence_verdict(moved, m.interval.low, m.interval.high, margin)
 
 
 def analyse(
@@ -307,6 +322,7 @@ def analyse(
     higher_is_better: bool,
     interval: Interval | None = None,
     effect: Effect = DEFAULT,
+    min_effect: Effect | None = None,
 ) -> MetricResult:
     """All figures of one metric; `interval` defaults to the paired t interval, `effect` is
     put on the metric's scale (`Effect.resolve`) before `queries_needed` is computed for it."""
@@ -327,4 +343,5 @@ def analyse(
         higher_is_better=higher_is_better,
         effect=resolved,
         detectable=detectable_effect(len(d), sd),
+        margin=min_effect.resolve(mean_a, mean_b, sd) if min_effect is not None else None,
     )

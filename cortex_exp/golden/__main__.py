@@ -1,4 +1,4 @@
-"""`python -m cortex_exp.golden build | rebuild | import-beir | export | review | add-judgments | diff`
+"""`python -m cortex_exp.golden build | rebuild | import-beir | export | review | add-judgments | diff | split`
 (docs/interface.md §1)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from cortex_exp.errors import InputError, run_cli
+from cortex_exp.errors import InputError, quiet_stdout, run_cli
 from cortex_exp.golden.beir import import_beir
 from cortex_exp.golden.build import build_from_files, rebuild
 from cortex_exp.golden.export import FILES, FORMATS, export
@@ -64,6 +64,11 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("old", type=Path, help="the older golden-set folder")
     d.add_argument("new", type=Path, help="the newer golden-set folder")
     d.add_argument("--json", action="store_true", help="print the changes as JSON")
+    s = sub.add_parser("split", help="split a golden set by task into dev/ and holdout/ (decide on the held-out part)")
+    s.add_argument("dir", type=Path, help="the golden-set folder")
+    s.add_argument("--holdout", required=True, type=float, metavar="FRACTION", help="share of tasks held out, e.g. 0.3")
+    s.add_argument("--seed", required=True, type=int, help="seed of the shuffle of the tasks")
+    s.add_argument("--out", required=True, type=Path, help="folder for the two parts: OUT/dev, OUT/holdout")
     return p
 
 
@@ -73,7 +78,7 @@ def summary(golden) -> str:
     lines = [
         f"golden set {golden.path}  golden_id {golden.golden_id}",
         f"  queries {c['queries']}  projects {c['projects']}  positives {c['positives']}  "
-        f"noise {c['noise']} (of which wrong {c['wrong']})",
+        f"noise {c['noise']} (of which wrong {'?' if c.get('wrong') is None else c['wrong']})",
         "  filters: " + "  ".join(f"{k} {v}" for k, v in f.items()),
         f"  corpus {m['corpus_size']} documents, fingerprint {m['corpus_fingerprint'][:16]}…",
     ]
@@ -158,47 +163,44 @@ def build(args):
     if wrong:
         flags = ", ".join("--" + k.replace("_", "-") for k in wrong)
         raise InputError(f"golden build: {flags}: only with --from {only[wrong[0]]}")
-    if args.source == "mlflow":
-        if not args.experiment:
-            raise InputError("golden build --from mlflow: --experiment NAME is required")
-        from cortex_exp.golden.traces import TraceMapping, read_map_file
-        from cortex_exp.tracking import resolve_uri
+    if args.verdict_sources is not None and args.source is None and args.map is None:
+        raise InputError("golden build: --verdict-sources: only with --from or --map (serves.jsonl names no source)")
+    picked = sources.sources_of(args.verdict_sources)
+    if args.source is None:
+        if args.map is not None:
+            return sources.build_from_map(args.corpus, args.out, args.serves, args.map, verdict_sources=picked)
+        return build_from_files(args.corpus, args.serves, args.out)
+    from cortex_exp.golden.traces import TraceMapping, read_map_file
 
-        return sources.build_from_mlflow(
-            args.corpus,
-            args.out,
-            uri=resolve_uri(args.tracking_uri),
-            experiment=args.experiment,
-            since=sources.parse_time(args.since, "--since"),
-            until=sources.parse_time(args.until, "--until"),
-            filter_string=args.filter,
-            mapping=TraceMapping.from_settings(read_map_file(args.map), str(args.map)),
-            verdict_sources=sources.sources_of(args.verdict_sources),
-        )
+    common = {
+        "since": sources.parse_time(args.since, "--since"),
+        "until": sources.parse_time(args.until, "--until"),
+        "mapping": TraceMapping.from_settings(read_map_file(args.map), str(args.map)),
+        "verdict_sources": picked,
+    }
     if args.source == "otlp":
-        from cortex_exp.golden.traces import TraceMapping, read_map_file
+        return sources.build_from_otlp(args.corpus, args.out, args.files, annotations=args.annotations, **common)
+    if not args.experiment:
+        raise InputError("golden build --from mlflow: --experiment NAME is required")
+    from cortex_exp.tracking import resolve_uri
 
-        return sources.build_from_otlp(
-            args.corpus,
-            args.out,
-            args.files,
-            annotations=args.annotations,
-            since=sources.parse_time(args.since, "--since"),
-            until=sources.parse_time(args.until, "--until"),
-            mapping=TraceMapping.from_settings(read_map_file(args.map), str(args.map)),
-            verdict_sources=sources.sources_of(args.verdict_sources),
-        )
-    if args.map is not None:
-        return sources.build_from_map(
-            args.corpus, args.out, args.serves, args.map, verdict_sources=sources.sources_of(args.verdict_sources)
-        )
-    return build_from_files(args.corpus, args.serves, args.out)
+    uri = resolve_uri(args.tracking_uri)
+    return sources.build_from_mlflow(
+        args.corpus, args.out, uri=uri, experiment=args.experiment, filter_string=args.filter, **common
+    )
 
 
-HANDLERS = {"review": run_review, "add-judgments": run_add_judgments, "diff": run_diff}
+def run_split(args) -> None:
+    from cortex_exp.golden.split import describe, split_golden
+
+    print(describe(split_golden(args.dir, args.holdout, args.seed, args.out)))
+
+
+HANDLERS = {"review": run_review, "add-judgments": run_add_judgments, "diff": run_diff, "split": run_split}
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_stdout()  # `golden diff | head -1`: no BrokenPipeError
     args = parser().parse_args(argv)
 
     def go():

@@ -26,8 +26,9 @@ import numpy as np
 
 from cortex_exp.data.corpus import Corpus, Document
 from cortex_exp.data.corpus_file import SPAN, file_documents
-from cortex_exp.data.files import open_input, read_input
+from cortex_exp.data.files import decode_text, open_input, read_input
 from cortex_exp.data.jsonl import Problems, brief, check_field, iter_jsonl, iter_lines, parse_line
+from cortex_exp.data.trec import WHOLE
 from cortex_exp.errors import InputError
 from cortex_exp.golden.filters import FILTERS
 from cortex_exp.golden.lineage import carry_forward
@@ -154,11 +155,7 @@ def _converted_parts(path: Path) -> Iterator[_Converted]:
 
 
 def _qrels_text(path: Path) -> str:
-    raw = read_input(path, "a qrels file")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}") from None
+    return decode_text(read_input(path, "a qrels file"), path)
 
 
 def read_qrels(path: Path) -> list[tuple[str, str, int]]:
@@ -176,11 +173,10 @@ def read_qrels(path: Path) -> list[tuple[str, str, int]]:
         if len(parts) != 3:
             problems.add(number, f"expected 'query-id corpus-id score', got {len(parts)} columns")
             continue
-        try:
-            score = int(parts[2])
-        except ValueError:
+        if not WHOLE.fullmatch(parts[2]):  # int() would read `1_0` as 10
             problems.add(number, f"score must be an integer, got {parts[2][:40]!r}")
             continue
+        score = int(parts[2])
         pair = (parts[0], parts[1])
         if pair in first:
             was, at = first[pair]

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from cortex_exp.data.corpus import load_corpus
 from cortex_exp.errors import InputError
+from cortex_exp.golden.commit import replace_file
 from cortex_exp.golden.load import load_golden
 
 COLUMNS = ("qid", "doc_id", "verdict", "surfaced_by", "rank_a", "rank_b", "query", "project", "title", "text")
@@ -113,7 +114,7 @@ def write_review(rows: list[dict], out: Path) -> None:
     else:
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    replace_file(out, text)  # through a temporary file: an interrupt leaves no half-written file to fill in
 
 
 def review(opts):

@@ -81,7 +81,8 @@ def build_from_mlflow(
     mapping = mapping or TraceMapping()
     exp_id = find_experiment(uri, experiment)
     reader = TraceReader(mapping, verdict_sources)
-    traces = read_traces(uri, exp_id, trace_filter(filter_string, since, until))
+    needed = ({mapping.retriever_type}, {mapping.always_span})  # the spans whose outputs are read
+    traces = read_traces(uri, exp_id, trace_filter(filter_string, since, until), needed)
     serves = reader.serves(counted(traces, "reading traces"))
     source = {
         "kind": "mlflow",

@@ -27,7 +27,7 @@ from cortex_exp.errors import InputError
 class TraceMapping:
     task: str = "task"  # key of the root span's inputs
     project: str = "project"  # trace tag
-    serve_id: str = "client_request_id"  # trace field naming the serve; the trace id when empty
+    serve_id: str = "client_request_id"  # trace field (dotted: tags.serve_id) naming the serve; else the trace id
     retriever_type: str = "RETRIEVER"  # span type of the spans whose outputs were served
     always_span: str = "always_served"  # name of the spans whose outputs were always served
     doc_id: tuple[str, ...] = ("id", "metadata.doc_id", "metadata.doc_uri")  # first found names the document
@@ -118,7 +118,8 @@ class TraceReader:
         listings = [self._listing(tid, s, "always") for s in always]
         listings += [self._listing(tid, s, None) for s in retrievers if s not in always]
         ts = datetime.fromtimestamp(trace["request_time_ms"] / 1000, UTC)
-        serve_id = trace.get(m.serve_id) or tid
+        found = _get(trace, m.serve_id)
+        serve_id = found if isinstance(found, str) and found else tid
         return serve_from_log(
             tid,
             serve_id,

@@ -32,7 +32,6 @@ class Bm25V2(Retriever):
     b: float = 0.75
     method: str = "lucene"
     title_weight: int = 2
-    component = "lexical"
 
     def __post_init__(self):
         check(
@@ -59,8 +58,6 @@ class _Bm25V2Index(Index):
     title's repeated `title_weight` times, the chunk's (document, term) pairs counted (`pairs`)
     under the worker's own term ids. The chunks come back in order and their new terms join the
     vocabulary in that order: the ids, and so every array, are those one process gives."""
-
-    component = "lexical"
 
     def __init__(self, spec: Bm25V2, corpus: Corpus):
         import bm25s

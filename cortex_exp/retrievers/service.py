@@ -52,7 +52,6 @@ class SearchService(Retriever):
     backoff_s: float = field(default=0.2, metadata=OPERATIONAL)
     auth_env: str | None = field(default=None, metadata=OPERATIONAL)
     auth_header: str = field(default="Authorization", metadata=OPERATIONAL)
-    component = "service"
     external = True
 
     def __post_init__(self):
@@ -91,7 +90,7 @@ class SearchService(Retriever):
         return httpx.Client(timeout=self.timeout_s, limits=limits)
 
     def fail(self, url: str):
-        return lambda message: ComponentError(self.component, f"search service {url}: {message}")
+        return lambda message: ComponentError("service", f"search service {url}: {message}")
 
     def index(self, corpus: Corpus) -> ServiceIndex:
         return ServiceIndex(self, self.headers())
@@ -115,8 +114,6 @@ class SearchService(Retriever):
 
 class ServiceIndex(SystemIndex):
     """The search service, asked over HTTP; holds the auth header (never printed)."""
-
-    component = "service"
 
     def __init__(self, spec: SearchService, headers: dict[str, str]):
         self.spec = spec

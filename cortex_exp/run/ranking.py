@@ -10,13 +10,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cortex_exp.data.corpus import Corpus
-from cortex_exp.errors import ComponentError, GateRefused, InputError
+from cortex_exp.errors import ComponentError, InputError
+from cortex_exp.findings import Action, Finding
 from cortex_exp.progress import bar
 from cortex_exp.retrievers.base import EMPTY, Answer, Index, KeyedIndex, Ranking, SystemIndex, target_of
 from cortex_exp.retrievers.code_version import code_version
 from cortex_exp.run.indexes import identity, with_cache_dir
 from cortex_exp.run.log import log
 from cortex_exp.run.ranking_cache import cache_key, cached_rankings
+from cortex_exp.run.verdict import ALLOW_DEGRADED, ANYWAY, OVERRIDE
 from cortex_exp.settings import RunSettings
 
 # queries per search call: faiss answers a batch of 1,024 several times faster per query than
@@ -37,6 +39,7 @@ class Ranked:
     components: dict[str, list[Ranking]]
     sides: dict[str, list[Ranking]] = field(default_factory=dict)
     errors: dict[str, dict[int, str]] = field(default_factory=dict)
+    failed: dict[str, ComponentError] = field(default_factory=dict)
     figures: dict[str, float] = field(default_factory=dict)
     observed: bool = True
 
@@ -54,9 +57,7 @@ def rank_components(
     ranked = Ranked({})
     for name, index in indexes.items():
         if isinstance(index, (SystemIndex, KeyedIndex)):
-            answer = measure_anyway(
-                settings, name, lambda i=index, n=name: _answer(i, n, texts, qids, depth), len(texts)
-            )
+            answer = measure_anyway(ranked, name, lambda i=index, n=name: _answer(i, n, texts, qids, depth), len(texts))
             _add_system(ranked, name, answer)
             continue
 
@@ -69,32 +70,31 @@ def rank_components(
         component = with_cache_dir(settings.retriever.components[name], settings)
         # a drill is never cached, nor a component whose answers come from outside the process
         if settings.faults.mode(name) != "none" or getattr(component, "external", False):
-            ranked.components[name] = measure_anyway(settings, name, compute, len(texts))
+            ranked.components[name] = measure_anyway(ranked, name, compute, len(texts))
             continue
         code = code_version(component)
         key = cache_key(identity(component), code, corpus.fingerprint, texts, depth)
         about = {"component": name, "target": target_of(component), "code": code}
         ranked.components[name] = measure_anyway(
-            settings, name, lambda k=key, c=compute, a=about: _cached(settings, k, c, a, len(texts)), len(texts)
+            ranked, name, lambda k=key, c=compute, a=about: _cached(settings, k, c, a, len(texts)), len(texts)
         )
-        ranked.figures.update(approximation(settings, name, index, texts, ranked.components[name]))
+        ranked.figures.update(approximation(settings, ranked, name, index, texts))
     return ranked
 
 
-def approximation(
-    settings: RunSettings, name: str, index: Index, texts: list[str], rankings: list[Ranking]
-) -> dict[str, float]:
+def approximation(settings: RunSettings, ranked: Ranked, name: str, index: Index, texts: list[str]) -> dict[str, float]:
     """An approximate index (the dense side's IVF or HNSW) measured against exact search on the
     run's own queries and rankings (cached ones too): metrics `index_recall_at_<depth>_<name>`
     (the share of the exact top `depth` it found) and `index_recall_queries_<name>`."""
     check = getattr(index, "recall_against_exact", None)
+    rankings = ranked.components[name]
     if not callable(check) or not any(len(r) for r in rankings):
         return {}
     depth = settings.retriever.depth
     try:
         found = check(texts, rankings, depth)
     except ComponentError as exc:
-        failed_during_run(settings, name, exc)
+        ranked.failed[name] = exc
         return {}
     if found is None:
         return {}
@@ -147,22 +147,47 @@ def _add_system(ranked: Ranked, name: str, answer: Answer | list[Ranking]) -> No
     ranked.observed = ranked.observed and bool(answer.sides)
 
 
-def side_failures(settings: RunSettings, ranked: Ranked, degraded: list[str]) -> None:
+def side_findings(ranked: Ranked) -> list[Finding]:
     """A side a system reported failing on during the run is COMPONENT DOWN (exit 3), as a
     component failing after its probe is; under allow_degraded it counts as answering nothing
     there, and the run is tagged degraded."""
+    found = []
     for side, failed in ranked.errors.items():
         n = len(ranked.sides[side])
         what = f"the system reported it failing on {len(failed)} of {n} queries after it passed the probe"
         first = next(iter(failed.values()))
-        if not settings.gates.allow_degraded:
-            raise GateRefused(
-                f"COMPONENT DOWN: {side}: {what} (first: {first})\n"
-                "The MLflow run ends FAILED (tag refused). To measure anyway pass gates.allow_degraded=true."
-            )
-        log(f"COMPONENT DOWN: {side}: {what}  [measuring anyway: gates.allow_degraded=true]")
-        if f"component {side} down" not in degraded:  # the probe may have said so already
-            degraded.append(f"component {side} down")
+        found.append(
+            _down(side, f"{what} (first: {first})", f"COMPONENT DOWN: {side}: {what}{ANYWAY}", {"failed": len(failed)})
+        )
+    return found
+
+
+def failure_findings(ranked: Ranked) -> list[Finding]:
+    """A component that raised during the run after passing its probe is COMPONENT DOWN.
+    Under gates.allow_degraded it counts as answering nothing, which is what the system it
+    stands for does silently."""
+    return [
+        _down(
+            name,
+            f"failed during the run after passing the probe: {exc}",
+            f"{name} failed during the run ({exc}); measured as returning nothing (gates.allow_degraded=true)",
+        )
+        for name, exc in ranked.failed.items()
+    ]
+
+
+def _down(name: str, what: str, let_through: str, evidence: dict | None = None) -> Finding:
+    return Finding(
+        "component_failed",
+        f"COMPONENT DOWN: {name}: {what}\nThe MLflow run ends FAILED (tag refused). {OVERRIDE}",
+        Action.REFUSE,
+        component=name,
+        override=ALLOW_DEGRADED,
+        reason=f"component {name} down",
+        tag="component_down",
+        let_through=let_through,
+        evidence=evidence or {},
+    )
 
 
 def search(index: Index, name: str, texts: list[str], depth: int) -> list[Ranking]:
@@ -207,24 +232,14 @@ def _cached(
     return rankings
 
 
-def measure_anyway(settings: RunSettings, name: str, compute: Callable[[], list[Ranking]], n: int) -> list[Ranking]:
-    """A component failing after its probe is COMPONENT DOWN. Under gates.allow_degraded it
-    counts as answering nothing, which is what the system it stands for does silently."""
+def measure_anyway(ranked: Ranked, name: str, compute: Callable[[], list[Ranking]], n: int) -> list[Ranking]:
+    """`compute()`; a component failing after its probe answers nothing, and is kept in
+    `ranked.failed` for its gate (`failure_findings`)."""
     try:
         return compute()
     except ComponentError as exc:
-        failed_during_run(settings, name, exc)
+        ranked.failed[name] = exc
         return [EMPTY] * n
-
-
-def failed_during_run(settings: RunSettings, name: str, exc: ComponentError) -> None:
-    """COMPONENT DOWN (a GateRefused), or under gates.allow_degraded a line saying so."""
-    if not settings.gates.allow_degraded:
-        raise GateRefused(
-            f"COMPONENT DOWN: {name}: failed during the run after passing the probe: {exc}\n"
-            "The MLflow run ends FAILED (tag refused). To measure anyway pass gates.allow_degraded=true."
-        ) from exc
-    log(f"{name} failed during the run ({exc}); measured as returning nothing (gates.allow_degraded=true)")
 
 
 def combine(settings: RunSettings, rankings: dict[str, list[Ranking]]) -> list[Ranking]:

@@ -21,13 +21,17 @@ from urllib.parse import urlsplit, urlunsplit
 
 from cortex_exp.errors import InputError
 from cortex_exp.tracking.runs import guard
-from cortex_exp.tracking.store import check_reachable, client
+from cortex_exp.tracking.store import check_reachable, client, sqlite_path
 
 PAGE = 100  # traces per page: one page in memory at a time
 
 
 def public_uri(uri: str) -> str:
-    """`uri` without the credentials it may carry (user:password@host), for the manifest."""
+    """`uri` as the manifest records it: without the credentials it may carry (user:password@host),
+    an sqlite database by its absolute path (a rebuild elsewhere reads the same store)."""
+    db = sqlite_path(uri)
+    if db is not None:
+        return f"sqlite:///{db.resolve()}"
     parts = urlsplit(uri)
     if "@" not in parts.netloc:
         return uri
@@ -62,8 +66,14 @@ def trace_filter(user_filter: str | None, since: datetime | None, until: datetim
     return " AND ".join(parts) or None
 
 
-def read_traces(uri: str, experiment_id: str, filter_string: str | None, page: int = PAGE) -> Iterator[dict]:
-    """Every trace of the experiment that the filter keeps, oldest first, as plain dicts."""
+def read_traces(
+    uri: str, experiment_id: str, filter_string: str | None, outputs_of=None, page: int = PAGE
+) -> Iterator[dict]:
+    """Every trace of the experiment that the filter keeps, oldest first, as plain dicts;
+    `outputs_of` (span types, span names), when given, the spans whose outputs are read (the
+    others' are None: MLflow decodes a span's JSON each time it is asked)."""
+    from mlflow.exceptions import MlflowException
+
     c, token = client(uri), None
     while True:
         with guard(uri):
@@ -75,19 +85,21 @@ def read_traces(uri: str, experiment_id: str, filter_string: str | None, page: i
                     order_by=["timestamp_ms ASC"],
                     page_token=token,
                 )
-            except Exception as exc:
-                if type(exc).__name__ == "MlflowException" and "filter" in str(exc).lower():
-                    raise InputError(f"--filter {filter_string!r}: MLflow refused it: {exc}") from None
+            except MlflowException as exc:
+                if exc.error_code == "INVALID_PARAMETER_VALUE" and "filter" in str(exc).lower():
+                    raise InputError(f"--filter: MLflow refused the filter {filter_string!r}: {exc}") from None
                 raise
         for trace in found:
-            yield plain(trace)
+            yield plain(trace, outputs_of)
         token = found.token
         if not token:
             return
 
 
-def plain(trace) -> dict:
-    """One MLflow `Trace` as plain values (the module docstring's shape)."""
+def plain(trace, outputs_of=None) -> dict:
+    """One MLflow `Trace` as plain values (the module docstring's shape); inputs of the root spans
+    only, outputs of the spans `outputs_of` names (None: all)."""
+    types, names = outputs_of or (None, None)
     info = trace.info
     every = {a.assessment_id: a for a in trace.search_assessments(type="feedback", all=True)}
     in_force = trace.search_assessments(type="feedback")
@@ -108,8 +120,8 @@ def plain(trace) -> dict:
                 "name": s.name,
                 "span_type": s.span_type,
                 "start_ns": s.start_time_ns,
-                "inputs": s.inputs,
-                "outputs": s.outputs,
+                "inputs": s.inputs if s.parent_id is None or outputs_of is None else None,
+                "outputs": s.outputs if types is None or s.span_type in types or s.name in names else None,
             }
             for s in trace.data.spans
         ],
