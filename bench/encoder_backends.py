@@ -37,11 +37,32 @@ from cortex_exp.retrievers.dense import Dense  # noqa: E402
 TARGET_SPEEDUP, TARGET_NDCG = 2.0, 0.005
 
 
-def speed(backends: list[str], texts: list[str], cache: Path, slices: int) -> dict:
-    """Seconds (wall and CPU) each backend spends encoding `texts` cold, slices taken in turns."""
+def thread_settings(encoders: dict) -> dict:
+    """The thread settings each backend encodes with, read back after the warm-up: torch's
+    intra- and inter-op threads, each ONNX session's (0: onnxruntime's default, every physical
+    core), and the environment variables that change them."""
+    import torch
+
+    out = {
+        "cores": os.cpu_count(),
+        "torch": {"intra_op": torch.get_num_threads(), "inter_op": torch.get_num_interop_threads()},
+    }
+    out["env"] = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    for b, enc in encoders.items():
+        session = getattr(enc.encoder, "_session", None)
+        if session is not None:
+            options = session.get_session_options()
+            out[b] = {"intra_op": options.intra_op_num_threads, "inter_op": options.inter_op_num_threads}
+    return out
+
+
+def speed(backends: list[str], texts: list[str], cache: Path, slices: int) -> tuple[dict, dict]:
+    """Seconds (wall and CPU) each backend spends encoding `texts` cold, slices taken in turns;
+    and the thread settings they ran with (`thread_settings`)."""
     encoders = {b: Dense(backend=b, cache_dir=str(cache), show_progress=False).cached_encoder() for b in backends}
     for enc in encoders.values():
         enc.encoder.encode(["warm up: load the model"])  # loaded (exported) before the clock starts
+    threads = thread_settings(encoders)
     wall, cpu = dict.fromkeys(backends, 0.0), dict.fromkeys(backends, 0.0)
     for i in range(slices):
         part = texts[i::slices]
@@ -60,7 +81,7 @@ def speed(backends: list[str], texts: list[str], cache: Path, slices: int) -> di
             "model_id": encoders[b].encoder.model_id,
         }
         for b in backends
-    }
+    }, threads
 
 
 def quality(backend: str, golden: Path, cache: Path, work: Path) -> dict:
@@ -128,13 +149,14 @@ def main(argv: list[str] | None = None) -> int:
         texts = [d.content for d in corpus.docs]
         load_start = os.getloadavg()
         result = {"documents": len(texts), "load_average_start": load_start}
-        result["speed"] = speed(backends, texts, work / "cache" / "embeddings", args.slices)
+        result["speed"], result["threads"] = speed(backends, texts, work / "cache" / "embeddings", args.slices)
         result["quality"] = {b: quality(b, work / "scifact", work / "cache", work) for b in backends}
         result["load_average_end"] = os.getloadavg()
     print(
         f"encoder backends: SciFact, {len(texts)} documents encoded cold, 300 queries; load average "
         f"{load_start[0]:.2f} at the start, {result['load_average_end'][0]:.2f} at the end"
     )
+    print(f"threads: {json.dumps(result['threads'])}")
     print(table(result))
     checks = verdicts(result)
     for line, ok in checks:
