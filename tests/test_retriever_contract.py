@@ -7,6 +7,8 @@ only documents of the corpus; the same output on a rerun and query by query.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from components import BUILDERS, Hybrid
 from conftest import TINY_DOCS, write_jsonl
@@ -51,7 +53,7 @@ def test_component_contract(corpus, name, k, tmp_path):
 @pytest.mark.parametrize("name", ["bm25_v1", "bm25_v2", "dense"])
 def test_component_is_a_value(name, tmp_path):
     spec = build(name, tmp_path)
-    fields = {f: getattr(spec, f) for f in spec.__dataclass_fields__}
+    fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
     assert spec == type(spec)(**fields) and hash(spec) == hash(type(spec)(**fields))
     assert type(spec).__name__ in repr(spec)
 
