@@ -22,16 +22,16 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
-from conftest import ROOT, TINY_DOCS, TINY_SERVES, compose_cfg, write_jsonl
-from test_integrity_table import Bench, Compare, Golden, Process, _bench, _new_process, beir_case
-from test_integrity_table import execute as run_command
+from conftest import ROOT, compose_cfg
+from support.integrity import Bench, Compare, Golden, Process, _bench, _new_process, beir_case, make_case_folder
+from support.integrity import execute as run_command
 
 from cortex_exp.golden import load_golden
 from cortex_exp.golden.build import build_from_files
 
 BOM = b"\xef\xbb\xbf"
 
-# --- the commands: those of tests/test_integrity_table.py, and one environment more -------------
+# --- the commands: those of tests/support/integrity.py, and one environment more -------------
 
 
 @dataclass(frozen=True)
@@ -330,12 +330,6 @@ CASES: dict[str, Case] = {
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     return f"sqlite:///{tmp_path_factory.mktemp('store')}/mlflow.db"
-
-
-def make_case_folder(d: Path, now: datetime | None = None) -> None:
-    write_jsonl(d / "corpus.jsonl", TINY_DOCS)
-    write_jsonl(d / "serves.jsonl", TINY_SERVES)
-    build_from_files(d / "corpus.jsonl", d / "serves.jsonl", d / "golden", now=now)
 
 
 @pytest.fixture
