@@ -511,6 +511,15 @@ def test_compare_with_a_closed_stdout_logs_its_comparison(ctx):
     assert statuses(ctx.uri, before) == ("FINISHED",)
 
 
+def test_plan_create_with_a_closed_stdout_logs_its_plan(ctx):
+    base = ctx.bench("retriever=bm25_v1")
+    before = set(run_ids(ctx.uri))
+    argv = ["cortex_exp.plan", "create", "--baseline", base, "--primary", "mrr", "--min-effect", "0.1"]
+    code, err = _closed_stdout([*argv, "--tracking-uri", ctx.uri], ctx.d.parent)
+    assert (code, err.count("Traceback"), "BrokenPipe" in err) == (0, 0, False), err
+    assert statuses(ctx.uri, before) == ("FINISHED",)
+
+
 @pytest.mark.slow  # a benchmark in a process of its own: ~20-60 s on a loaded machine
 def test_a_benchmark_with_a_closed_stdout_finishes_its_run(tmp_path):
     d = tmp_path / "case"
