@@ -58,8 +58,15 @@ def test_guardrails_as_typed():
     noise, mrr = plan.guardrails
     assert (noise.metric, noise.harm, noise.value, noise.worse) == ("noise_at_5", "+0.005", 0.005, "up")
     assert (mrr.metric, mrr.worse) == ("mrr", "down") and mrr.value == pytest.approx(0.05)
-    assert parse_guardrail("latency_p95_ms:+10%")[1] == "+"  # any metric; the sign says which way harms
+    assert parse_guardrail("ndcg_at_10:-2%")[1] == "-"  # the sign says which way harms
     assert parse_guardrail("noise_at_5:0.01")[1] is None  # no sign: the metric's worse direction
+
+
+def test_a_run_level_figure_is_refused_as_a_guardrail():
+    """latency_p95_ms has one value per run: no paired interval, so no guardrail (it was exit 2 with
+    "per_query.jsonl has no numeric 'latency_p95_ms'", which did not say why)."""
+    with pytest.raises(InputError, match="latency_p95_ms is a run-level figure .* no paired interval"):
+        make_plan(baseline(), "recall_at_24", "0.02", ["latency_p95_ms:+10%"])
 
 
 @pytest.mark.parametrize(

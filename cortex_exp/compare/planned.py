@@ -18,7 +18,7 @@ from cortex_exp import findings as found
 from cortex_exp.compare.effect import Effect, parse_effect
 from cortex_exp.compare.pairing import METRIC_NAME
 from cortex_exp.errors import InputError
-from cortex_exp.metrics import higher_is_better
+from cortex_exp.metrics import higher_is_better, run_figure
 
 _GUARDRAIL = re.compile(r"^\s*(?P<metric>[A-Za-z_]\w*)\s*:\s*(?P<sign>[+-])?(?P<size>.+)$")
 
@@ -43,10 +43,15 @@ def parse_guardrail(text: str) -> tuple[str, str | None, Effect]:
     None: the metric's worse direction) and the size in the forms `--effect` takes."""
     m = _GUARDRAIL.match(str(text))
     if m is None:
-        raise InputError(
-            f"--guardrail {text!r}: expected METRIC:MAX_HARM, e.g. noise_at_5:+0.005 or latency_p95_ms:+10%"
-        )
+        raise InputError(f"--guardrail {text!r}: expected METRIC:MAX_HARM, e.g. noise_at_5:+0.005 or mrr:-2%")
     metric, sign = m.group("metric"), m.group("sign")
+    figure = run_figure(metric)
+    if figure is not None:
+        raise InputError(
+            f"--guardrail {text!r}: {metric} is a run-level figure (one value per run, no per-query "
+            "values), so it has no paired interval and a plan cannot judge its harm; guard a per-query "
+            f"metric (noise_at_5:+0.005, mrr:-2%) and read {metric} in the comparison's table"
+        )
     try:
         named, effect = parse_effect(m.group("size"))
     except InputError as exc:
