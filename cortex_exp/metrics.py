@@ -118,6 +118,17 @@ def family_of(name: str) -> Family | None:
     return next(f for f in FAMILIES if m.group(f.name)) if m else None
 
 
+def cutoffs(names: Iterable[str], family: str) -> list[int]:
+    """The cut-offs K of the normal-view metrics of the family named `family` among `names` (a
+    per-query row's keys): `cutoffs(["judged_at_5", "recall_at_10"], "judged")` -> [5]."""
+    out = []
+    for name in names:
+        f = None if name.startswith(CONDENSED) else family_of(name)
+        if f is not None and f.name == family and f.k_of(name) is not None:
+            out.append(f.k_of(name))
+    return out
+
+
 def is_quality(name: str) -> bool:
     """A quality metric of the normal view (`recall_at_5`, `mrr`; not `condensed_*`, `judged_at_*`)."""
     return QUALITY_NAME.match(name) is not None

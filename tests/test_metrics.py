@@ -144,3 +144,10 @@ def test_run_level_figures_have_their_direction_and_cover_the_services():
     assert higher_is_better("throughput_qps")  # more queries per second is better
     counts = {"requests", "retries"}  # counts of the call, not figures of merit
     assert {f.name for f in RUN_FIGURES} == set(figures([0.01, 0.02], 1.0, 0, 2)) - counts
+
+
+def test_cutoffs_read_a_family_from_the_registry():
+    from cortex_exp.metrics import cutoffs
+
+    row = ["qid", "judged_at_10", "judged_at_5", "condensed_recall_at_3", "recall_at_24", "mrr", "judged_at_x"]
+    assert (cutoffs(row, "judged"), cutoffs(row, "recall"), cutoffs(row, "mrr")) == ([10, 5], [24], [])
