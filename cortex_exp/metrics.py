@@ -87,10 +87,46 @@ QUALITY_NAME = re.compile("^(?:" + "|".join(f.pattern for f in FAMILIES if f.qua
 _FAMILY_OF = re.compile("^(?:" + "|".join(f"(?P<{f.name}>{f.pattern})" for f in FAMILIES) + ")$")
 
 
+@dataclass(frozen=True)
+class RunFigure:
+    """A run-level figure: one value per run, none per query (a search service's latency
+    percentiles and throughput, `retrievers/service.py` `figures`). It has a direction, but no
+    paired interval: compare shows it, a plan cannot guard it (`run_figure`)."""
+
+    name: str
+    higher_is_better: bool
+    unit: str
+
+
+RUN_FIGURES = (
+    RunFigure("latency_p50_ms", False, "ms"),
+    RunFigure("latency_p95_ms", False, "ms"),
+    RunFigure("latency_p99_ms", False, "ms"),
+    RunFigure("throughput_qps", True, "queries/s"),
+)
+_RUN_FIGURE = {f.name: f for f in RUN_FIGURES}
+
+
+def run_figure(name: str) -> RunFigure | None:
+    """The run-level figure `name` (None: a per-query metric or any other name)."""
+    return _RUN_FIGURE.get(name)
+
+
 def family_of(name: str) -> Family | None:
     """The family of the metric `name` (condensed or not); None for any other name."""
     m = _FAMILY_OF.match(name.removeprefix(CONDENSED))
     return next(f for f in FAMILIES if m.group(f.name)) if m else None
+
+
+def cutoffs(names: Iterable[str], family: str) -> list[int]:
+    """The cut-offs K of the normal-view metrics of the family named `family` among `names` (a
+    per-query row's keys): `cutoffs(["judged_at_5", "recall_at_10"], "judged")` -> [5]."""
+    out = []
+    for name in names:
+        f = None if name.startswith(CONDENSED) else family_of(name)
+        if f is not None and f.name == family and f.k_of(name) is not None:
+            out.append(f.k_of(name))
+    return out
 
 
 def is_quality(name: str) -> bool:
@@ -139,8 +175,9 @@ def logged_names(ks: Sequence[int]) -> list[str]:
 
 
 def higher_is_better(name: str) -> bool:
-    """The direction of `name`'s family; a name of no family (a figure) reads higher-better."""
-    family = family_of(name)
+    """The direction of `name`'s family, or of the run-level figure `name` (lower latency is
+    better); any other name (a numeric field compare is asked for) reads higher-better."""
+    family = family_of(name) or run_figure(name)
     return family.higher_is_better if family else True
 
 

@@ -115,13 +115,15 @@ def test_void_for_each_reason(store, capsys):
     reference = later(uri, exp, "graph/ref", rows(0.1, 0.05))
     cases = {
         early: "a plan written after the result does not decide",
-        degraded: "is degraded (a gate was overridden)",
-        moved: "ran on a corpus that moved from its golden set",
+        degraded: "this comparison does not decide: WARNING: DEGRADED: run B",
+        moved: "a plan does not decide through it: WARNING: CORPUS MOVED: run B",
         reference: "this comparison does not decide: WARNING: REFERENCE ONLY",
     }
     for cand, why in cases.items():
         result, _ = decide_json(capsys, uri, runs["base"], cand, "--plan", plan_id, "--no-log")
         assert result["decision"]["outcome"] == "void" and any(why in r for r in result["decision"]["reasons"])
+        if cand in (degraded, moved):  # one line per finding: its tag is read once, by compare (it was twice)
+            assert sum(cand in r for r in result["decision"]["reasons"]) == 1
     # more candidates than the plan was made for
     result, _ = decide_json(capsys, uri, runs["base"], degraded, moved, "--plan", plan_id, "--no-log")
     assert all(any("--candidates 2" in r for r in c["decision"]["reasons"]) for c in result["candidates"])

@@ -117,3 +117,22 @@ def test_filled_in_it_goes_back_into_the_golden_set(runs, capsys):
     std = capsys.readouterr()
     assert (runs["tmp"] / "again.jsonl").read_text() == "" and "review: 0 unjudged documents" in std.out
     assert f"WARNING: GOLDEN SETS DIFFER: run A {runs['A']}" in std.err and after.golden_id in std.err
+
+
+def test_a_verdict_file_is_read_once_so_its_digest_is_of_what_was_added(runs):
+    import hashlib
+    import sys
+
+    path = runs["tmp"] / "verdicts.jsonl"
+    path.write_text(json.dumps({"qid": RETRY, "doc_id": "d-auth", "verdict": "noise"}) + "\n")
+    opened: list[str] = []
+
+    def hook(event, args):
+        if event == "open" and str(args[0]) == str(path):
+            opened.append(event)
+
+    sys.addaudithook(hook)  # audit hooks cannot be removed: this one only counts opens of `path`
+    assert main(["add-judgments", str(runs["golden"]), str(path)]) == 0
+    assert len(opened) == 1  # it was opened twice: once to parse, once more for its sha256
+    (entry,) = load_golden(runs["golden"]).manifest["manual"]
+    assert entry["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()

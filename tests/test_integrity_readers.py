@@ -22,16 +22,16 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
-from conftest import ROOT, TINY_DOCS, TINY_SERVES, compose_cfg, write_jsonl
-from test_integrity_table import Bench, Compare, Golden, Process, _bench, _new_process, beir_case
-from test_integrity_table import execute as run_command
+from conftest import ROOT, compose_cfg
+from support.integrity import Bench, Compare, Golden, Process, _bench, _new_process, beir_case, make_case_folder
+from support.integrity import execute as run_command
 
 from cortex_exp.golden import load_golden
 from cortex_exp.golden.build import build_from_files
 
 BOM = b"\xef\xbb\xbf"
 
-# --- the commands: those of tests/test_integrity_table.py, and one environment more -------------
+# --- the commands: those of tests/support/integrity.py, and one environment more -------------
 
 
 @dataclass(frozen=True)
@@ -332,12 +332,6 @@ def store(tmp_path_factory):
     return f"sqlite:///{tmp_path_factory.mktemp('store')}/mlflow.db"
 
 
-def make_case_folder(d: Path, now: datetime | None = None) -> None:
-    write_jsonl(d / "corpus.jsonl", TINY_DOCS)
-    write_jsonl(d / "serves.jsonl", TINY_SERVES)
-    build_from_files(d / "corpus.jsonl", d / "serves.jsonl", d / "golden", now=now)
-
-
 @pytest.fixture
 def ctx(tmp_path, store, monkeypatch):
     d = tmp_path / "case"
@@ -514,6 +508,15 @@ def test_compare_with_a_closed_stdout_logs_its_comparison(ctx):
     before = set(run_ids(ctx.uri))
     code, err = _closed_stdout(["cortex_exp.compare", a, b, "--tracking-uri", ctx.uri], ctx.d.parent)
     assert (code, err.count("Traceback")) == (0, 0), err
+    assert statuses(ctx.uri, before) == ("FINISHED",)
+
+
+def test_plan_create_with_a_closed_stdout_logs_its_plan(ctx):
+    base = ctx.bench("retriever=bm25_v1")
+    before = set(run_ids(ctx.uri))
+    argv = ["cortex_exp.plan", "create", "--baseline", base, "--primary", "mrr", "--min-effect", "0.1"]
+    code, err = _closed_stdout([*argv, "--tracking-uri", ctx.uri], ctx.d.parent)
+    assert (code, err.count("Traceback"), "BrokenPipe" in err) == (0, 0, False), err
     assert statuses(ctx.uri, before) == ("FINISHED",)
 
 

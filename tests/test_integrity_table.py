@@ -21,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TINY_DOCS, write_jsonl
 from fake_encoder import FakeEncoder
 from support.integrity import (
     Bench,
@@ -31,6 +30,7 @@ from support.integrity import (
     Golden,
     Process,
     _new_process,
+    beir_case,
     count_runs,
     edit_json,
     edit_line,
@@ -105,21 +105,6 @@ def _drop_a_query(g: Path) -> None:
 def _query_twice(g: Path) -> None:
     rows = lines(g / "queries.jsonl")
     put_lines(g / "queries.jsonl", [*rows, rows[0]])
-
-
-def beir_case(change, argv=None):
-    def setup(ctx: Ctx):
-        beir = ctx.d / "beir"
-        beir.mkdir()
-        write_jsonl(
-            beir / "corpus.jsonl", [{"_id": d["id"], "title": d["title"], "text": d["text"]} for d in TINY_DOCS]
-        )
-        write_jsonl(beir / "queries.jsonl", [{"_id": "q1", "text": "invoice rounding"}, {"_id": "q2", "text": "retry"}])
-        (beir / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td-invoice\t1\nq2\td-retry\t1\nq2\td-auth\t0\n")
-        change(beir)
-        return (argv or Golden)(("import-beir", str(beir), "--out", f"{ctx.d}/imported"))
-
-    return setup
 
 
 def _ranking_file(ctx: Ctx) -> Path:

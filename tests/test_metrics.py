@@ -134,3 +134,20 @@ def test_nothing_names_a_metric_that_is_not_computed():
         assert not QUALITY_NAME.match(name), name
     assert family_of("condensed_noise_at_24").name == "noise" and not higher_is_better("noise_at_5")
     assert family_of("index_recall_at_100_dense") is None and family_of("silent_share_lexical") is None
+
+
+def test_run_level_figures_have_their_direction_and_cover_the_services():
+    from cortex_exp.metrics import RUN_FIGURES, higher_is_better
+    from cortex_exp.retrievers.service import figures
+
+    assert [higher_is_better(n) for n in ("latency_p50_ms", "latency_p95_ms", "latency_p99_ms")] == [False] * 3
+    assert higher_is_better("throughput_qps")  # more queries per second is better
+    counts = {"requests", "retries"}  # counts of the call, not figures of merit
+    assert {f.name for f in RUN_FIGURES} == set(figures([0.01, 0.02], 1.0, 0, 2)) - counts
+
+
+def test_cutoffs_read_a_family_from_the_registry():
+    from cortex_exp.metrics import cutoffs
+
+    row = ["qid", "judged_at_10", "judged_at_5", "condensed_recall_at_3", "recall_at_24", "mrr", "judged_at_x"]
+    assert (cutoffs(row, "judged"), cutoffs(row, "recall"), cutoffs(row, "mrr")) == ([10, 5], [24], [])

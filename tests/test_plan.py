@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.power import TTestPower
 
+from cortex_exp.compare.pairing import status_warnings, warning
 from cortex_exp.compare.planned import Plan, digest_of, parse_guardrail
 from cortex_exp.errors import InputError
 from cortex_exp.plan.create import make_plan, underpowered_warning
@@ -57,8 +58,15 @@ def test_guardrails_as_typed():
     noise, mrr = plan.guardrails
     assert (noise.metric, noise.harm, noise.value, noise.worse) == ("noise_at_5", "+0.005", 0.005, "up")
     assert (mrr.metric, mrr.worse) == ("mrr", "down") and mrr.value == pytest.approx(0.05)
-    assert parse_guardrail("latency_p95_ms:+10%")[1] == "+"  # any metric; the sign says which way harms
+    assert parse_guardrail("ndcg_at_10:-2%")[1] == "-"  # the sign says which way harms
     assert parse_guardrail("noise_at_5:0.01")[1] is None  # no sign: the metric's worse direction
+
+
+def test_a_run_level_figure_is_refused_as_a_guardrail():
+    """latency_p95_ms has one value per run: no paired interval, so no guardrail (it was exit 2 with
+    "per_query.jsonl has no numeric 'latency_p95_ms'", which did not say why)."""
+    with pytest.raises(InputError, match="latency_p95_ms is a run-level figure .* no paired interval"):
+        make_plan(baseline(), "recall_at_24", "0.02", ["latency_p95_ms:+10%"])
 
 
 @pytest.mark.parametrize(
@@ -112,11 +120,22 @@ def test_each_reason_a_plan_cannot_decide_is_one_line():
     ]
     changed = void_reasons(plan, n_candidates=1, **{**clean, "recorded_digest": "0" * 64})
     assert len(changed) == 1 and changed[0].startswith("the plan was changed after it was made")
-    other = RunRecord("d" * 32, "core/dense", "FINISHED", "0", {"golden_id": "g2", "degraded": "true"}, {}, [])
-    found = void_reasons(plan, n_candidates=3, not_deciding=("WARNING: REFERENCE ONLY",), **{**clean, "cand": other})
-    assert [line.split(" ")[1] for line in found] == ["candidate", "candidate", "plan", "comparison"]
-    assert "golden set g2, the plan's is g1" in found[0] and "is degraded" in found[1]
-    assert "--candidates 3" in found[2] and found[3] == "this comparison does not decide: WARNING: REFERENCE ONLY"
+    other = RunRecord(
+        "d" * 32, "core/dense", "FINISHED", "0", {"golden_id": "g2", "degraded": "true", "row": "core"}, {}, []
+    )
+    findings = (*status_warnings(base, other), warning("reference", "WARNING: REFERENCE ONLY", blocks=True))
+    found = void_reasons(plan, n_candidates=3, findings=findings, **{**clean, "cand": other})
+    assert [line.split(" ")[1] for line in found] == ["candidate", "plan", "comparison", "comparison"]
+    assert "golden set g2, the plan's is g1" in found[0] and "--candidates 3" in found[1]
+    assert found[2].startswith(f"this comparison does not decide: WARNING: DEGRADED: run B {other.label}")
+    assert found[3] == "this comparison does not decide: WARNING: REFERENCE ONLY"
+    moved = RunRecord(
+        "e" * 32, "core/moved", "FINISHED", "0", {"golden_id": "g1", "corpus_moved": "true", "row": "core"}, {}, []
+    )
+    (line,) = void_reasons(
+        plan, n_candidates=1, findings=tuple(status_warnings(base, moved)), **{**clean, "cand": moved}
+    )
+    assert line.startswith(f"a plan does not decide through it: WARNING: CORPUS MOVED: run B {moved.label}")
     wrong_base = void_reasons(plan, n_candidates=1, **{**clean, "base": cand, "cand": cand})
     assert wrong_base[0].startswith(f"the baseline is run {cand.label}, the plan's is {base.run_id}")
 

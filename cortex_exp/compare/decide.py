@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from cortex_exp import findings as found
 from cortex_exp.compare import stats
 from cortex_exp.compare.decision import Decision, Estimate, Guardrail, decide
 from cortex_exp.compare.pairing import cluster_labels, index_rows, pair_queries
@@ -72,9 +71,8 @@ def estimate(metric: str, base, cand, ci: str, options, level: float) -> Estimat
 
 def decide_pair(plan: Plan, plan_run, base, pair, cand_start: int, n_candidates: int, options) -> tuple:
     """(Decision, the primary's Estimate or None) of one candidate."""
-    blocking = tuple(f.message.splitlines()[0] for f in found.blocking(pair.findings))
     void = void_reasons(
-        plan, plan_run.digest, plan_run.start_time, base, pair.candidate, cand_start, n_candidates, blocking
+        plan, plan_run.digest, plan_run.start_time, base, pair.candidate, cand_start, n_candidates, pair.findings
     )
     ci = pair.result["ci"]
     primary = estimate(plan.primary, base, pair.candidate, ci, options, plan.level)

@@ -11,14 +11,12 @@ candidate's falls by more than `--max-judged-drop` (an absolute share; default 0
 from __future__ import annotations
 
 import math
-import re
 
 from cortex_exp.compare.pairing import warning
 from cortex_exp.errors import InputError
-from cortex_exp.metrics import CONDENSED
+from cortex_exp.metrics import CONDENSED, cutoffs
 
 DEFAULT_MAX_DROP = 0.10
-JUDGED = re.compile(r"^judged_at_(\d+)$")
 
 
 def smallest_judged_k(rows: list[dict]) -> int | None:
@@ -26,7 +24,7 @@ def smallest_judged_k(rows: list[dict]) -> int | None:
     made before judged_at_K existed)."""
     if not rows:
         return None
-    common = set.intersection(*({int(m.group(1)) for m in map(JUDGED.match, row) if m} for row in rows))
+    common = set.intersection(*(set(cutoffs(row, "judged")) for row in rows))
     return min(common) if common else None
 
 

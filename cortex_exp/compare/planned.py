@@ -14,10 +14,11 @@ import json
 import re
 from dataclasses import asdict, dataclass
 
+from cortex_exp import findings as found
 from cortex_exp.compare.effect import Effect, parse_effect
 from cortex_exp.compare.pairing import METRIC_NAME
 from cortex_exp.errors import InputError
-from cortex_exp.metrics import higher_is_better
+from cortex_exp.metrics import higher_is_better, run_figure
 
 _GUARDRAIL = re.compile(r"^\s*(?P<metric>[A-Za-z_]\w*)\s*:\s*(?P<sign>[+-])?(?P<size>.+)$")
 
@@ -42,10 +43,15 @@ def parse_guardrail(text: str) -> tuple[str, str | None, Effect]:
     None: the metric's worse direction) and the size in the forms `--effect` takes."""
     m = _GUARDRAIL.match(str(text))
     if m is None:
-        raise InputError(
-            f"--guardrail {text!r}: expected METRIC:MAX_HARM, e.g. noise_at_5:+0.005 or latency_p95_ms:+10%"
-        )
+        raise InputError(f"--guardrail {text!r}: expected METRIC:MAX_HARM, e.g. noise_at_5:+0.005 or mrr:-2%")
     metric, sign = m.group("metric"), m.group("sign")
+    figure = run_figure(metric)
+    if figure is not None:
+        raise InputError(
+            f"--guardrail {text!r}: {metric} is a run-level figure (one value per run, no per-query "
+            "values), so it has no paired interval and a plan cannot judge its harm; guard a per-query "
+            f"metric (noise_at_5:+0.005, mrr:-2%) and read {metric} in the comparison's table"
+        )
     try:
         named, effect = parse_effect(m.group("size"))
     except InputError as exc:
@@ -122,11 +128,19 @@ def digest_of(data: dict) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-BLOCKING_TAGS = (
-    ("degraded", "is degraded (a gate was overridden)"),
-    ("stale_override", "ran on a stale golden set (gates.allow_stale)"),
-    ("corpus_moved", "ran on a corpus that moved from its golden set (WARNING: CORPUS MOVED)"),
-)
+PLAN_VOIDING = ("corpus_moved",)  # warnings a plain comparison decides through, a plan does not
+
+
+def voiding(findings) -> list:
+    """The findings of a comparison that keep a plan from deciding: those that block any decision
+    (`findings.blocking`: degraded, stale override, not core against core, ...), and CORPUS MOVED,
+    which only warns a plain comparison but leaves the plan's sizes measured on other data."""
+    return [*found.blocking(findings), *(f for f in findings if not f.blocks_decision and f.check in PLAN_VOIDING)]
+
+
+def _finding_line(finding) -> str:
+    why = "this comparison does not decide" if finding.blocks_decision else "a plan does not decide through it"
+    return f"{why}: {finding.message.splitlines()[0]}"
 
 
 def _when(ms: int) -> str:
@@ -143,12 +157,13 @@ def void_reasons(
     cand,
     cand_start: int,
     n_candidates: int,
-    not_deciding: tuple[str, ...] = (),
+    findings: tuple = (),
 ) -> list[str]:
     """Why a plan cannot decide for this candidate, one line each (empty: it can).
 
     `base` and `cand` are fetched runs (their tags); `plan_start` and `cand_start` the runs' start
-    times (ms); `not_deciding`: why the comparison itself does not decide, as compare said it."""
+    times (ms); `findings`: the comparison's findings (`compare.pairing`), of which those in
+    `voiding` give one line each: a run's tags are read there, once, not here."""
     out = []
     if plan.digest() != recorded_digest:
         out.append(
@@ -168,13 +183,12 @@ def void_reasons(
                 f"the {side} {run.label} ran on golden set {run.tag('golden_id') or '?'}, "
                 f"the plan's is {plan.golden_id}"
             )
-        out += [f"the {side} {run.label} {why}" for tag, why in BLOCKING_TAGS if run.flag(tag)]
     if n_candidates > plan.candidates:
         out.append(
             f"the plan was made for {plan.candidates} candidate(s) and {n_candidates} are compared: its level "
             f"{plan.level:.4g} does not cover them (make a plan with --candidates {n_candidates})"
         )
-    return out + [f"this comparison does not decide: {why}" for why in not_deciding]
+    return out + [_finding_line(f) for f in voiding(findings)]
 
 
 def reuse_warning(count: int, limit: int, golden_id: str, by_part: dict[str, int] | None = None) -> str | None:

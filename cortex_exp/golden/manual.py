@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import hashlib
 import io
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,15 +27,13 @@ from cortex_exp.data.jsonl import Problems, check_field, iter_objects
 from cortex_exp.errors import InputError
 from cortex_exp.golden.lineage import record, update_counts
 from cortex_exp.golden.load import load_golden
-from cortex_exp.golden.manifest import sha256_file
 from cortex_exp.golden.store import MANIFEST, GoldenSet, Judgment, judgment_clash, write_golden
 
 REQUIRED = ("qid", "doc_id", "verdict")
 
 
-def read_rows(path: Path, problems: Problems):
-    """(line, {field: value}) of a JSON-lines or CSV file."""
-    raw = read_input(Path(path), "a file of verdicts (JSON lines or CSV)")
+def read_rows(raw: bytes, path: Path, problems: Problems):
+    """(line, {field: value}) of the bytes `raw` of a JSON-lines or CSV file (`path`: named in errors)."""
     if starts_json(raw):
         yield from ((line, obj) for line, _, _, obj in iter_objects(io.BytesIO(raw), Path(path), problems))
         return
@@ -78,13 +77,15 @@ def _verdict(obj: dict, problems: Problems, line: int) -> str | None:
     return None
 
 
-def read_verdicts(path: Path, golden: GoldenSet) -> tuple[list[Judgment], int, int]:
-    """The new manual judgments of `path`; how many lines were not filled in, and how many the set
-    already judged alike. Every problem at once, nothing written (exit 2)."""
+def read_verdicts(path: Path, golden: GoldenSet) -> tuple[list[Judgment], int, int, str]:
+    """The new manual judgments of `path`; how many lines were not filled in, how many the set
+    already judged alike, and the sha256 of the bytes read (the file is read once: the digest is of
+    what was parsed). Every problem at once, nothing written (exit 2)."""
+    raw = read_input(Path(path), "a file of verdicts (JSON lines or CSV)")
     problems, first = Problems(path), {}
     qids, existing = {q.qid for q in golden.queries}, {(j.qid, j.doc_id): j for j in golden.judgments}
     new, empty, alike = [], 0, 0
-    for line, obj in read_rows(path, problems):
+    for line, obj in read_rows(raw, Path(path), problems):
         ok = all([check_field(obj, f, (str,), problems, line) for f in ("qid", "doc_id")])
         label = _verdict(obj, problems, line)
         if not ok or label is None:
@@ -116,7 +117,7 @@ def read_verdicts(path: Path, golden: GoldenSet) -> tuple[list[Judgment], int, i
         else:
             new.append(judgment)
     problems.raise_if_any("the verdicts")
-    return new, empty, alike
+    return new, empty, alike, hashlib.sha256(raw).hexdigest()
 
 
 def add_judgments(golden_dir: Path, path: Path, out_dir: Path | None = None, now: datetime | None = None):
@@ -129,7 +130,7 @@ def add_judgments(golden_dir: Path, path: Path, out_dir: Path | None = None, now
             f"--out {target}: already holds a golden set (not {golden_dir}, whose verdicts these are); "
             "choose a new or empty folder, or add the verdicts in place"
         )
-    new_judgments, empty, alike = read_verdicts(Path(path), old)
+    new_judgments, empty, alike, digest = read_verdicts(Path(path), old)
     if not new_judgments:
         raise InputError(
             f"{path}: no new verdict to add ({empty} line(s) not filled in, {alike} the set already judges alike); "
@@ -139,7 +140,7 @@ def add_judgments(golden_dir: Path, path: Path, out_dir: Path | None = None, now
     new = GoldenSet(old.queries, judgments, _copy(old.manifest), dict(old.corpus_hashes))
     update_counts(new)
     now = (now or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    entry = {"file": str(Path(path).resolve()), "sha256": sha256_file(Path(path)), "added_at": now}
+    entry = {"file": str(Path(path).resolve()), "sha256": digest, "added_at": now}
     entry["positives"] = sum(j.label == "positive" for j in new_judgments)
     entry["noise"] = sum(j.label == "noise" for j in new_judgments)
     new.manifest["manual"] = [*old.manifest.get("manual", []), entry]

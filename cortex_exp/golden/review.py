@@ -22,7 +22,6 @@ import csv
 import io
 import json
 import random
-import re
 import sys
 from pathlib import Path
 
@@ -30,18 +29,15 @@ from cortex_exp.data.corpus import load_corpus
 from cortex_exp.errors import InputError
 from cortex_exp.golden.commit import replace_file
 from cortex_exp.golden.load import load_golden
+from cortex_exp.metrics import cutoffs
 
 COLUMNS = ("qid", "doc_id", "verdict", "surfaced_by", "rank_a", "rank_b", "query", "project", "title", "text")
-_K = re.compile(r"^(judged|recall)_at_(\d+)$")
 
 
 def default_k(run) -> int:
     """The smallest K of the run's `judged_at_K` (else of its `recall_at_K`; else 10)."""
     row = run.per_query[0] if run.per_query else {}
-    found: dict[str, list[int]] = {"judged": [], "recall": []}
-    for m in filter(None, map(_K.match, row)):
-        found[m.group(1)].append(int(m.group(2)))
-    return min(found["judged"] or found["recall"] or [10])
+    return min(cutoffs(row, "judged") or cutoffs(row, "recall") or [10])
 
 
 def _param_path(run, key: str, given: Path | None) -> Path:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cortex_exp.errors import InputError, run_cli
+from cortex_exp.errors import InputError, quiet_stdout, run_cli
 from cortex_exp.logs import configure as configure_logging
 from cortex_exp.plan.create import make_plan, underpowered_warning
 
@@ -98,6 +98,8 @@ def create(args) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_stdout()  # `plan create ... | head -1`: the plan is logged, quietly
+
     def go():
         args = parser().parse_args(argv)
         configure_logging(verbose=args.verbose)

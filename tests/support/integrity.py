@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from conftest import ROOT, TINY_DOCS, TINY_SERVES, write_jsonl
@@ -206,7 +207,25 @@ def snapshot(folder: Path) -> dict[str, str]:
     return out
 
 
-def make_case_folder(d: Path) -> None:
+def make_case_folder(d: Path, now: datetime | None = None) -> None:
     write_jsonl(d / "corpus.jsonl", TINY_DOCS)
     write_jsonl(d / "serves.jsonl", TINY_SERVES)
-    build_from_files(d / "corpus.jsonl", d / "serves.jsonl", d / "golden")
+    build_from_files(d / "corpus.jsonl", d / "serves.jsonl", d / "golden", now=now)
+
+
+def beir_case(change, argv=None):
+    """`golden import-beir` of a small BEIR folder that `change` breaks (`argv`: how the command
+    runs, `Golden` in this process or `Process`)."""
+
+    def setup(ctx: Ctx):
+        beir = ctx.d / "beir"
+        beir.mkdir()
+        write_jsonl(
+            beir / "corpus.jsonl", [{"_id": d["id"], "title": d["title"], "text": d["text"]} for d in TINY_DOCS]
+        )
+        write_jsonl(beir / "queries.jsonl", [{"_id": "q1", "text": "invoice rounding"}, {"_id": "q2", "text": "retry"}])
+        (beir / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td-invoice\t1\nq2\td-retry\t1\nq2\td-auth\t0\n")
+        change(beir)
+        return (argv or Golden)(("import-beir", str(beir), "--out", f"{ctx.d}/imported"))
+
+    return setup
