@@ -104,7 +104,9 @@ def test_a_service_that_does_not_answer_in_time_is_down(serve):
 
     server = serve(hang)
     started = time.monotonic()
-    with pytest.raises(ComponentError, match=r"no answer within 0.2 s \(timeout\) \(after 2 attempts\)"):
+    with pytest.raises(
+        ComponentError, match=r"no whole answer within 0.2 s \(the deadline of one request\) \(after 2 attempts\)"
+    ):
         index(server.url, timeout_s=0.2, retries=1).answer(["d1"], 2)
     assert time.monotonic() - started < 0.9
 
