@@ -64,6 +64,7 @@ class GateSettings:
     max_corpus_drift: float = 0.05  # share of documents added/removed/changed before CORPUS MOVED
     max_silent_share: float = 0.2  # share of queries a component may answer with nothing
     max_unknown_share: float = 0.01  # share of results naming documents data.corpus lacks (CORPUS MISMATCH)
+    probe_seed: int | None = None  # the seed the probe's queries are sampled with; null: a fresh one each run
 
     def __post_init__(self):
         check(
@@ -89,6 +90,11 @@ class GateSettings:
                     "gates.max_unknown_share",
                     is_number(self.max_unknown_share) and 0 <= self.max_unknown_share <= 1,
                     f"a share between 0 and 1, got {self.max_unknown_share!r}",
+                ),
+                (
+                    "gates.probe_seed",
+                    self.probe_seed is None or (is_int(self.probe_seed) and self.probe_seed >= 0),
+                    f"null or a whole number >= 0, got {self.probe_seed!r}",
                 ),
             ]
         )

@@ -26,8 +26,8 @@ from cortex_exp.run.indexes import build_indexes
 from cortex_exp.run.learned import load_features
 from cortex_exp.run.log import log
 from cortex_exp.run.prepare import prepare_data
-from cortex_exp.run.probe import down_message, health_record, probe_all
-from cortex_exp.run.ranking import combine, rank_components, side_failures
+from cortex_exp.run.probe import ProbePlan, down_message, health_record, probe_all, probe_plan
+from cortex_exp.run.ranking import combine, live_failures, rank_components, side_failures, watch_probed
 from cortex_exp.run.record import final_tags, log_results, open_benchmark_run, summary_table
 from cortex_exp.settings import RunSettings
 
@@ -72,6 +72,7 @@ class Prepared:
     warnings: list[str] = field(default_factory=list)
     passed: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    plan: ProbePlan | None = None  # the probe's queries and the live check's, and their seed
 
 
 def run(settings: RunSettings) -> Outcome:
@@ -129,13 +130,14 @@ def prepare(settings: RunSettings, row: RowSpec) -> Prepared:
     indexed, warnings = corpus_in_use(settings, corpus, degraded)  # a service's own listing, else the file
     stale, drift = check_golden(settings, indexed, golden, degraded, warnings)
     indexes = build_indexes(settings, corpus)
-    results = probe_gate(settings, corpus, indexes, degraded)
+    plan = probe_plan(corpus, settings.gates.probe_seed)
+    results = probe_gate(settings, corpus, indexes, degraded, plan)
     features, stores = load_features(settings, row, corpus, degraded)
     interrupts.checkpoint("bench.probed")
     passed = gates_passed(stale, drift, results, stores)
-    health = health_record(results, stores)
+    health = health_record(results, stores, plan)
     ready = Prepared(corpus, indexed, golden, indexes, features, health, stale.overridden, drift.moved)
-    ready.degraded, ready.warnings, ready.passed = degraded, warnings, passed
+    ready.degraded, ready.warnings, ready.passed, ready.plan = degraded, warnings, passed, plan
     ready.seconds = time.monotonic() - started
     return ready
 
@@ -169,13 +171,16 @@ def measure(settings: RunSettings, row: RowSpec, ready: Prepared) -> Measured:
     """Rank every component (cached), fuse, apply the row, score every query."""
     golden, corpus = ready.golden, ready.corpus
     ranked_by = rank_components(
-        settings, corpus, ready.indexes, [q.text for q in golden.queries], [q.qid for q in golden.queries]
+        settings, corpus, ready.indexes, [q.text for q in golden.queries], [q.qid for q in golden.queries], ready.plan
     )
     interrupts.checkpoint("bench.ranked")
+    ready.warnings += ranked_by.warnings
     side_failures(settings, ranked_by, ready.degraded)
+    watch_probed(ranked_by, ready.health["components"], len(golden.queries))
     shares, refusals = silence_gate(settings, ranked_by.watched, ready.degraded)
     base = combine(settings, ranked_by.components)
     figures = {**ranked_by.figures, **unknown_documents(settings, corpus, base, ready.degraded)}
+    live_failures(settings, ranked_by, ready.degraded)  # after the gates that say more precisely why
     ranked = rerank(row, base, golden.queries, ready.features, settings.features, settings.retriever.depth)
     per_query = metrics.score_run(
         [(q.qid, q.project) for q in golden.queries],
@@ -187,6 +192,8 @@ def measure(settings: RunSettings, row: RowSpec, ready: Prepared) -> Measured:
     )
     means = metrics.mean_scores(per_query, metrics.logged_names(settings.ks))
     health = {**ready.health, "components_observed": ranked_by.observed}
+    if ranked_by.live:
+        health["live_check"] = {r.name: r.as_json() for r in ranked_by.live}
     indexes = ready.indexes
     provenance = {n: i.provenance() for n, i in indexes.items() if callable(getattr(i, "provenance", None))}
     return Measured(per_query, means, shares, refusals, health, figures, ranked_by.observed, provenance)
@@ -204,9 +211,11 @@ def refused_inside(mlrun, measure_it):
         raise
 
 
-def probe_gate(settings: RunSettings, corpus: Corpus, indexes: dict[str, Index], degraded: list[str]) -> list:
+def probe_gate(
+    settings: RunSettings, corpus: Corpus, indexes: dict[str, Index], degraded: list[str], plan: ProbePlan | None = None
+) -> list:
     """COMPONENT DOWN stops the run before any MLflow run exists, unless overridden."""
-    results = probe_all(indexes, corpus)
+    results = probe_all(indexes, corpus, plan=plan)
     for result in results:
         if result.ok:
             continue

@@ -16,6 +16,7 @@ from cortex_exp.retrievers.base import EMPTY, Answer, Index, KeyedIndex, Ranking
 from cortex_exp.retrievers.code_version import code_version
 from cortex_exp.run.indexes import identity, with_cache_dir
 from cortex_exp.run.log import log
+from cortex_exp.run.probe import ProbePlan, ProbeResult, live_check, live_message
 from cortex_exp.run.ranking_cache import cache_key, cached_rankings
 from cortex_exp.settings import RunSettings
 
@@ -36,6 +37,8 @@ class Ranked:
     errors: dict[str, dict[int, str]] = field(default_factory=dict)
     figures: dict[str, float] = field(default_factory=dict)
     observed: bool = True
+    live: list[ProbeResult] = field(default_factory=list)  # the live check, by component and side
+    warnings: list[str] = field(default_factory=list)  # WARNING lines, recorded with the run
 
     @property
     def watched(self) -> dict[str, list[Ranking]]:
@@ -44,15 +47,30 @@ class Ranked:
 
 
 def rank_components(
-    settings: RunSettings, corpus: Corpus, indexes: dict[str, Index], texts: list[str], qids: list[str]
+    settings: RunSettings,
+    corpus: Corpus,
+    indexes: dict[str, Index],
+    texts: list[str],
+    qids: list[str],
+    plan: ProbePlan | None = None,
 ) -> Ranked:
-    """Each component's ranking of every golden query (`texts`, named by `qids`), by name."""
+    """Each component's ranking of every golden query (`texts`, named by `qids`), by name; a
+    whole system gets the plan's live-check queries mixed in (`live_checked`)."""
     depth = settings.retriever.depth
     ranked = Ranked({})
     for name, index in indexes.items():
-        if isinstance(index, (SystemIndex, KeyedIndex)):
+        if isinstance(index, KeyedIndex):
             answer = measure_anyway(
                 settings, name, lambda i=index, n=name: _answer(i, n, texts, qids, depth), len(texts)
+            )
+            _add_system(ranked, name, answer)
+            continue
+        if isinstance(index, SystemIndex):
+            answer = measure_anyway(
+                settings,
+                name,
+                lambda i=index, n=name: live_checked(ranked, corpus, i, n, texts, qids, depth, plan),
+                len(texts),
             )
             _add_system(ranked, name, answer)
             continue
@@ -100,6 +118,90 @@ def approximation(
         f"(a flat index's) on {found['queries']} of {found['of']} queries"
     )
     return {f"index_recall_at_{depth}_{name}": found["recall"], f"index_recall_queries_{name}": float(found["queries"])}
+
+
+def live_checked(
+    ranked: Ranked,
+    corpus: Corpus,
+    index: SystemIndex,
+    name: str,
+    texts: list[str],
+    qids: list[str],
+    depth: int,
+    plan: ProbePlan | None,
+) -> Answer:
+    """A whole system's answer to the golden queries, asked together with the plan's live-check
+    queries (at seeded places, under ids like theirs); the live ones are judged into
+    `ranked.live` and taken out again. A system whose scores all tie gets a WARNING."""
+    live = list(plan.live) if plan is not None else []
+    places, live_ids = plan.mixed(qids) if live else ([], [])
+    order, golden = [], iter(range(len(texts)))
+    at = set(places)
+    for position in range(len(texts) + len(live)):
+        order.append(-1 - places.index(position) if position in at else next(golden))
+    ask_texts = [texts[i] if i >= 0 else live[-1 - i].text for i in order]
+    ask_ids = [qids[i] if i >= 0 else live_ids[-1 - i] for i in order]
+    answer = _answer(index, name, ask_texts, ask_ids, depth)
+    mine = [p for p, i in enumerate(order) if i >= 0]
+    theirs = [p for p, i in enumerate(order) if i < 0]
+    if live:
+        ranked.live += live_check(name, live, _take(answer, theirs), corpus=corpus)
+    answer = _take(answer, mine, answer.figures)
+    tied = all_tied(answer.ranking)
+    if tied:
+        ranked.warnings.append(
+            f"WARNING: SERVICE SCORES TIED: {name}: every ranking it returned has one score for all its documents "
+            f"({tied} queries); their order was re-made by document id (docs/interface.md §4), so the metrics "
+            "measure the ids' order, not the service's. Have the service return its real scores."
+        )
+        log(ranked.warnings[-1])
+    return answer
+
+
+def _take(answer: Answer, positions: list[int], figures: dict | None = None) -> Answer:
+    """The part of `answer` at `positions` (in that order), its errors renumbered."""
+    where = {p: j for j, p in enumerate(positions)}
+    errors = {s: {where[p]: m for p, m in failed.items() if p in where} for s, failed in answer.errors.items()}
+    return Answer(
+        [answer.ranking[p] for p in positions],
+        {s: [rs[p] for p in positions] for s, rs in answer.sides.items()},
+        {s: e for s, e in errors.items() if e},
+        dict(figures or {}),
+    )
+
+
+def all_tied(rankings: list[Ranking]) -> int:
+    """How many rankings of two documents or more there are, when every one of them gives all
+    its documents one score (0: some ranking has scores that differ, or none has two documents)."""
+    ranked = [r for r in rankings if len(r.scores) >= 2]
+    if not ranked or any(r.scores[0] != r.scores[-1] for r in ranked):
+        return 0
+    return len(ranked)
+
+
+def live_failures(settings: RunSettings, ranked: Ranked, degraded: list[str]) -> None:
+    """A failed live check is COMPONENT DOWN (exit 3), as a component failing after its probe is;
+    under allow_degraded a line says so, and the run is tagged degraded."""
+    for result in ranked.live:
+        if result.ok:
+            continue
+        if not settings.gates.allow_degraded:
+            raise GateRefused(
+                live_message(result) + "\n"
+                "The MLflow run ends FAILED (tag refused). To measure anyway pass gates.allow_degraded=true."
+            )
+        log(live_message(result) + "  [measuring anyway: gates.allow_degraded=true]")
+        if f"component {result.name} down" not in degraded:
+            degraded.append(f"component {result.name} down")
+
+
+def watch_probed(ranked: Ranked, probed, n: int) -> None:
+    """Every side the probe saw must answer during the run: one the run's answers no longer name
+    counts as answering nothing on every query, so the silence gate refuses it (COMPONENT SILENT)."""
+    for name in probed:
+        if name not in ranked.watched:
+            ranked.sides[name] = [EMPTY] * n
+            log(f"WARNING: SIDE GONE: {name}: the probe's answers named it, the run's answers do not")
 
 
 def _answer(index: Index, name: str, texts: list[str], qids: list[str], depth: int) -> Answer:
