@@ -74,15 +74,16 @@ class Ctx:
     seconds: float | None = None  # from the signal (or the start, without one) to the exit
 
     def overrides(self, *extra: str) -> list[str]:
-        return [
+        base = [
             "data=files",
             f"data.corpus={self.d}/corpus.jsonl",
             f"data.golden={self.d}/golden",
             f"mlflow.tracking_uri={self.uri}",
             "retriever=service",
             f"retriever.service.url={self.service.url}/search",
-            *extra,
         ]
+        given = {e.split("=", 1)[0] for e in extra}
+        return [b for b in base if b.split("=", 1)[0] not in given] + list(extra)
 
 
 @dataclass(frozen=True)
@@ -247,6 +248,15 @@ CASES: dict[str, Case] = {
         None,
         120,
     ),
+    "trickling tracking server": Case(
+        lambda n, method, body: "trickle",
+        Signalled(("mlflow.tracking_uri={url}",), sig=None),
+        4,
+        ("MLFLOW UNREACHABLE: http://127.0.0.1:",),
+        0,
+        None,
+        120,
+    ),
     # --- 4. sides watched for the whole run ---------------------------------------------------------
     "a side that vanishes after the probe": Case(
         after_probe("lexical only"),
@@ -289,7 +299,7 @@ def template(tmp_path_factory):
 
 
 def test_the_table_holds_every_case_of_issue_17_points_1_4_6():
-    assert len(CASES) >= 13
+    assert len(CASES) >= 14
 
 
 @pytest.mark.parametrize("name", list(CASES))
