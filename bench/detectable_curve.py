@@ -75,18 +75,13 @@ def prefixes(work: Path, days: list[int]) -> list[tuple[int, Path, Path]]:
 
 def measure(work: Path, where: tuple[str, str, str], cut: tuple[int, Path, Path]) -> dict:
     """Both runs on one cut, compared: the set's size and each metric's detectable effect."""
-    from cortex_exp.compare.analysis import compare_pair
-    from cortex_exp.compare.cli import build_parser
+    from cortex_exp import api
     from cortex_exp.run import benchmark
-    from cortex_exp.tracking.fetch import connect, fetch_run
 
     days, serves, golden = cut
     with contextlib.redirect_stdout(sys.stderr):  # each run's own table: stdout holds the curve's
         ids = [benchmark.run(settings(work, golden, serves, r, where)).run_id for r in PAIR]
-    client = connect(where[0])
-    a, b = (fetch_run(client, i) for i in ids)
-    metrics = [x for name in METRICS for x in ("--metric", name)]
-    result = compare_pair(a, b, build_parser().parse_args([*ids, *metrics])).result
+    result = api.compare(*ids, tracking_uri=where[0], metrics=METRICS, no_log=True).to_dict()
     point = {"days": days, "queries": result["n_queries"], "run_a": ids[0], "run_b": ids[1]}
     for name, m in result["metrics"].items():
         point[name] = {"detectable": m["detectable"]["value"], "mean_a": m["mean_a"], "diff": m["diff"]}

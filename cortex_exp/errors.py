@@ -1,8 +1,12 @@
 """Exceptions that carry the process exit code (docs/interface.md §5), and the one place that
-turns any exception into an exit code and a message on stderr (`run_cli`)."""
+turns any exception into an exit code and a message on stderr (`run_cli`).
+
+A reader that stops reading stdout (`| head -1`) is no error (`quiet_stdout`): no traceback, no
+message, the exit code the command would have had, whenever the pipe closes."""
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -65,11 +69,55 @@ def report(exc: BaseException) -> int:
     return 1
 
 
+class _QuietStdout:
+    """sys.stdout, except that a reader closing the pipe (`| head -1`) is not an error: the write
+    that finds it closed, and every one after it, goes to /dev/null (`_gone`). Only stdout's own
+    writes pass here, so a BrokenPipeError from a socket (a service, the tracking server) is
+    still the failure it is."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            _gone(self._stream)
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            _gone(self._stream)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _gone(stream) -> None:
+    """The pipe's reader went away: its descriptor now writes to /dev/null, so that what is still
+    buffered, and the interpreter's last flush (else exit 120), go nowhere, quietly."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, stream.fileno())
+    finally:
+        os.close(devnull)
+
+
+def quiet_stdout() -> None:
+    """Every command-line entry point calls this first: stdout closed by its reader ends nothing
+    and prints nothing (the command finishes, its runs end as they would, its exit code is its own)."""
+    if not isinstance(sys.stdout, _QuietStdout):
+        sys.stdout = _QuietStdout(sys.stdout)
+
+
 def run_cli(fn: Callable[[], object]) -> int:
     """Run a command's body; every exception becomes its exit code (SIGINT 130, SIGTERM 143:
     `cortex_exp.interrupts.Interrupted` carries the signal)."""
     try:
         fn()
+        sys.stdout.flush()  # here, not at the interpreter's exit, where a closed pipe is exit 120
     except KeyboardInterrupt as exc:
         print(f"interrupted by {getattr(exc, 'name', 'SIGINT')}", file=sys.stderr)
         return getattr(exc, "exit_code", 130)

@@ -12,7 +12,7 @@ Imports nothing of ours: every layer may return findings.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -41,6 +41,13 @@ class Finding:
     - `reason`: a short phrase for the degraded banner and the `degraded_reasons` record
       (`component dense silent`).
     - `evidence`: the figures behind it (shares, counts, dates), JSON-serialisable.
+    - `let_through`: the line printed when `override` lets a refusal through (then the finding
+      is recorded as a degradation); "" prints `message`.
+    - `deferred`: a refusal while measuring that first records what was measured, then stops
+      (a silent component: its shares are logged, the run ends FAILED).
+    - `noted`: the printed line is one of the run's warnings (`warnings.txt`, the description).
+    - `tags`: tags the finding sets on the run it is recorded in (`stale_override`,
+      `corpus_moved`, or a new gate's own).
     """
 
     check: str
@@ -53,10 +60,32 @@ class Finding:
     exit_code: int = 3
     tag: str | None = None
     evidence: Mapping[str, Any] = field(default_factory=dict)
+    let_through: str = ""
+    deferred: bool = False
+    noted: bool = False
+    tags: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def refused_tag(self) -> str:
         return self.tag or self.check
+
+    @property
+    def refuses(self) -> bool:
+        return self.action is Action.REFUSE
+
+    @property
+    def degrades(self) -> bool:
+        return self.action is Action.DEGRADE
+
+    def as_json(self) -> dict[str, Any]:
+        """The record of this finding (the run's `findings.json`)."""
+        out = {"check": self.check, "action": str(self.action), "component": self.component, "reason": self.reason}
+        out.update(message=self.message, override=self.override, blocks_decision=self.blocks_decision)
+        return {**out, "evidence": dict(self.evidence), "tags": dict(self.tags)}
+
+    def overridden(self) -> Finding:
+        """This refusal let through by its `override`: recorded as a degradation."""
+        return replace(self, action=Action.DEGRADE, message=self.let_through or self.message)
 
 
 def blocking(findings: Iterable[Finding]) -> list[Finding]:
@@ -67,3 +96,23 @@ def blocking(findings: Iterable[Finding]) -> list[Finding]:
 def decides(findings: Iterable[Finding]) -> bool:
     """True when no finding blocks a decision."""
     return not blocking(findings)
+
+
+def degraded_reasons(findings: Iterable[Finding]) -> list[str]:
+    """The reasons a result is degraded (the banner, `degraded_reasons`), each once, in order."""
+    return list(dict.fromkeys(f.reason or f.check for f in findings if f.degrades))
+
+
+def refusals(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings that refuse (a recorded result keeps the deferred ones)."""
+    return [f for f in findings if f.refuses]
+
+
+def noted(findings: Iterable[Finding]) -> list[str]:
+    """The printed lines that are warnings of the result (`warnings.txt`, the description)."""
+    return [f.message for f in findings if f.noted]
+
+
+def tags_of(findings: Iterable[Finding]) -> dict[str, str]:
+    """The tags the findings set, later findings winning."""
+    return {k: v for f in findings for k, v in f.tags.items()}

@@ -1,47 +1,131 @@
-"""Per-query metrics of docs/interface.md §4, and their means.
+"""Per-query metrics of docs/interface.md §4, their means, and the one registry of metric
+families every other module reads (`FAMILIES`).
 
 A query's ranking has every `always_served` document of the corpus removed first; `top` is
 that list cut at the largest K (and at least 10, for nDCG@10).
 
-Metric names are the MLflow names (`recall_at_5`); `measure_id` maps them one-to-one to the
-canonical ir_measures ids (`R@5`) used by the cross-check tests. `FAMILIES` is the one order in
-which metrics are listed everywhere (run tables, compare, multirun summaries).
+A `Family` declares a metric once, as ir_measures declares its measures: its name pattern
+(`recall_at_K`, `mrr`), its cut-offs (every K of `metrics.ks`, a fixed one, or none), its
+direction, its ir_measures and trec_eval (pytrec_eval) equivalents (the cross-check tests
+read them), and where it is shown. Metric names are the MLflow keys (`recall_at_5`); the
+order of `FAMILIES` is the one order metrics are listed in everywhere (run tables, compare,
+multirun summaries). Names of metrics that are not computed appear nowhere.
 
 Beside the quality metrics every query gets what the golden set can see of its ranking
 (docs/interface.md §4): `judged_at_K`, the share of `top[:K]` judged for the query (ir_measures'
 `Judged@K`), and the condensed view (Sakai 2007): the same metrics, `condensed_<metric>`, on the
 ranking with the documents not judged for the query removed before scoring — read from the
 whole ranking the retriever returned, so it reaches judged documents below `top`.
+
+Imports nothing of the project: settings, tracking and every layer above may read it.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
-LOWER_IS_BETTER_PREFIXES = ("noise_at_",)
-FAMILIES = ("recall", "noise", "mrr", "ndcg", "judged")  # the order metrics are listed in
 CONDENSED = "condensed_"  # prefix of a metric of the condensed view
+EVERY_K = "ks"  # a family cut at every K of metrics.ks
+
+
+@dataclass(frozen=True)
+class Family:
+    """One metric family.
+
+    - `name`: `recall` -> `recall_at_<K>`; a family with no cut-off is its name alone (`mrr`).
+    - `cutoff`: `EVERY_K` (each K of `metrics.ks`), a fixed K (nDCG at 10), or None.
+    - `higher_is_better`: the direction compare, sweeps and plots read.
+    - `ir_measures`: the ir_measures measure (`R@{k}`; None: none), on the golden set's
+      positives as relevant — or on its noise judgments when `relevant` is `noise`.
+    - `trec_eval`: pytrec_eval's measure and its result key (`recall.{k}`, `recall_{k}`).
+    - `quality`: a quality metric (compare pairs it, the condensed view rescores it, the
+      multirun summary shows it); `judged_at_K` is not: it is what the golden set sees.
+    - `plotted`: drawn in a sweep's picture (`multirun/plot.py`).
+    """
+
+    name: str
+    cutoff: str | int | None
+    higher_is_better: bool
+    ir_measures: str | None
+    trec_eval: tuple[str, str] | None
+    quality: bool = True
+    plotted: bool = False
+    relevant: str = "positive"
+
+    def names(self, ks: Sequence[int]) -> list[str]:
+        if self.cutoff is None:
+            return [self.name]
+        if self.cutoff == EVERY_K:
+            return [f"{self.name}_at_{k}" for k in sorted(set(ks))]
+        return [f"{self.name}_at_{self.cutoff}"]
+
+    @property
+    def pattern(self) -> str:
+        if self.cutoff is None:
+            return re.escape(self.name)
+        return re.escape(self.name) + "_at_" + (r"\d+" if self.cutoff == EVERY_K else str(self.cutoff))
+
+    def k_of(self, name: str) -> int | None:
+        """The cut-off of the metric `name` of this family (None: no cut-off)."""
+        _, _, k = name.removeprefix(CONDENSED).rpartition("_at_")
+        return int(k) if k.isdigit() else None
+
+
+FAMILIES = (
+    Family("recall", EVERY_K, True, "R@{k}", ("recall.{k}", "recall_{k}"), plotted=True),
+    Family("noise", EVERY_K, False, "P@{k}", ("P.{k}", "P_{k}"), relevant="noise"),
+    Family("mrr", None, True, "RR", ("recip_rank", "recip_rank"), plotted=True),
+    Family("ndcg", 10, True, "nDCG@{k}", ("ndcg_cut.{k}", "ndcg_cut_{k}"), plotted=True),
+    Family("judged", EVERY_K, True, "Judged@{k}", None, quality=False),
+)
+PRIMARY = FAMILIES[0]  # a run's primary metric, unless metrics.primary names one: recall at the largest K
+SHOWN = ("ndcg_at_10", "mrr")  # shown after the primary metric (run description, saved views)
+QUALITY_NAME = re.compile("^(?:" + "|".join(f.pattern for f in FAMILIES if f.quality) + ")$")
+_FAMILY_OF = re.compile("^(?:" + "|".join(f"(?P<{f.name}>{f.pattern})" for f in FAMILIES) + ")$")
+
+
+def family_of(name: str) -> Family | None:
+    """The family of the metric `name` (condensed or not); None for any other name."""
+    m = _FAMILY_OF.match(name.removeprefix(CONDENSED))
+    return next(f for f in FAMILIES if m.group(f.name)) if m else None
+
+
+def is_quality(name: str) -> bool:
+    """A quality metric of the normal view (`recall_at_5`, `mrr`; not `condensed_*`, `judged_at_*`)."""
+    return QUALITY_NAME.match(name) is not None
+
+
+def primary_name(ks: Sequence[int]) -> str:
+    """The primary metric when `metrics.primary` names none: recall at the largest K."""
+    return f"{PRIMARY.name}_at_{max(ks)}"
+
+
+def headline(primary: str) -> list[str]:
+    """The metrics a run shows first: its primary one, then `SHOWN`."""
+    return list(dict.fromkeys([primary, *SHOWN]))
 
 
 def sort_key(name: str) -> tuple:
     """The normal view before the condensed one; then the family (in FAMILIES order, unknown
     names last), then K, then the name."""
     condensed = name.startswith(CONDENSED)
-    family, _, k = name.removeprefix(CONDENSED).partition("_at_")
-    rank = FAMILIES.index(family) if family in FAMILIES else len(FAMILIES)
-    return (condensed, rank, int(k) if k.isdigit() else 0, name)
+    family = family_of(name)
+    rank = FAMILIES.index(family) if family else len(FAMILIES)
+    k = family.k_of(name) if family else None
+    return (condensed, rank, k or 0, name)
 
 
 def metric_names(ks: Sequence[int]) -> list[str]:
     """Every quality metric a run computes for these Ks, in the listing order."""
-    ks = sorted(set(ks))
-    return sorted([f"recall_at_{k}" for k in ks] + [f"noise_at_{k}" for k in ks] + ["mrr", "ndcg_at_10"], key=sort_key)
+    return [n for f in FAMILIES if f.quality for n in f.names(ks)]
 
 
 def judged_names(ks: Sequence[int]) -> list[str]:
-    """`judged_at_K` for these Ks, smallest K first."""
-    return [f"judged_at_{k}" for k in sorted(set(ks))]
+    """The metrics of what the golden set sees (`judged_at_K`), smallest K first."""
+    return [n for f in FAMILIES if not f.quality for n in f.names(ks)]
 
 
 def condensed_names(ks: Sequence[int]) -> list[str]:
@@ -55,16 +139,27 @@ def logged_names(ks: Sequence[int]) -> list[str]:
 
 
 def higher_is_better(name: str) -> bool:
-    return not name.removeprefix(CONDENSED).startswith(LOWER_IS_BETTER_PREFIXES)
+    """The direction of `name`'s family; a name of no family (a figure) reads higher-better."""
+    family = family_of(name)
+    return family.higher_is_better if family else True
 
 
-def measure_id(name: str) -> str:
+def measure_id(name: str) -> str | None:
     """`recall_at_5` -> `R@5`, `ndcg_at_10` -> `nDCG@10`, `mrr` -> `RR`, `judged_at_5` ->
-    `Judged@5`; noise has no ir_measures id, nor has the condensed view."""
-    if name == "mrr":
-        return "RR"
-    base, _, k = name.rpartition("_at_")
-    return {"recall": "R", "ndcg": "nDCG", "noise": "Noise", "judged": "Judged"}[base] + "@" + k
+    `Judged@5`, `noise_at_5` -> `P@5` (on the noise judgments: `Family.relevant`)."""
+    family = family_of(name)
+    if family is None or family.ir_measures is None:
+        return None
+    return family.ir_measures.format(k=family.k_of(name))
+
+
+def trec_eval_id(name: str) -> tuple[str, str] | None:
+    """pytrec_eval's (measure, result key) of `name`: `recall_at_5` -> (`recall.5`, `recall_5`)."""
+    family = family_of(name)
+    if family is None or family.trec_eval is None:
+        return None
+    k = family.k_of(name)
+    return family.trec_eval[0].format(k=k), family.trec_eval[1].format(k=k)
 
 
 def cut(ranked: Iterable[str], always_served: frozenset[str] | set[str], ks: Sequence[int]) -> list[str]:

@@ -6,8 +6,9 @@ what tests and library callers build directly, without Hydra. A retriever's own 
 not here: each retriever class is its own schema (`cortex_exp/retrievers/`).
 
 Every value is checked when its dataclass is built (`__post_init__`); a bad value raises
-`SettingError` naming the config key. This module imports nothing of the project, so every
-other module may import it.
+`SettingError` naming the config key. This module imports nothing of the project but the
+metric registry (`cortex_exp.metrics`, for the primary-metric rule), so every other module may
+import it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from cortex_exp.metrics import primary_name
 
 FAULT_MODES = ("none", "error", "empty", "empty_after_probe")
 DEFAULT_DEPTH = 100  # how deep each retrieval component ranks before rows and metrics cut
@@ -64,6 +67,9 @@ class GateSettings:
     max_corpus_drift: float = 0.05  # share of documents added/removed/changed before CORPUS MOVED
     max_silent_share: float = 0.2  # share of queries a component may answer with nothing
     max_unknown_share: float = 0.01  # share of results naming documents data.corpus lacks (CORPUS MISMATCH)
+    # decisions a golden set makes before compare --plan warns GOLDEN SET REUSED: 20 decisions at
+    # alpha 0.05 expect one false ship among changes that do nothing (docs/decisions.md)
+    max_decisions: int = 20
     probe_seed: int | None = None  # the seed the probe's queries are sampled with; null: a fresh one each run
 
     def __post_init__(self):
@@ -85,6 +91,11 @@ class GateSettings:
                     "gates.max_silent_share",
                     is_number(self.max_silent_share) and 0 <= self.max_silent_share <= 1,
                     f"a share between 0 and 1, got {self.max_silent_share!r}",
+                ),
+                (
+                    "gates.max_decisions",
+                    is_int(self.max_decisions) and self.max_decisions >= 0,
+                    f"a whole number of decisions >= 0, got {self.max_decisions!r}",
                 ),
                 (
                     "gates.max_unknown_share",
@@ -114,7 +125,7 @@ class MetricSettings:
 
     @property
     def primary_metric(self) -> str:
-        return self.primary or f"recall_at_{max(self.ks)}"
+        return self.primary or primary_name(self.ks)
 
 
 @dataclass
@@ -175,29 +186,34 @@ class RowSettings:
     features: FeatureParams = field(default_factory=FeatureParams)
 
 
-@dataclass
 class FaultSettings:
-    """`faults.*` (drills only, never on by default): make a component fail on purpose so that
-    anyone can prove the gates catch it. `error` raises, `empty` answers nothing,
-    `empty_after_probe` answers the probe and then nothing."""
+    """`faults.<component>` (drills only, never on by default): make a component fail on purpose
+    so that anyone can prove the gates catch it. `error` raises, `empty` answers nothing,
+    `empty_after_probe` answers the probe and then nothing. Any component name is a key
+    (`faults.lexical`, `faults.dense`, `faults.splade` for a retriever of yours), so this is
+    not a dataclass: its keys are the run's components, not fields."""
 
-    lexical: str = "none"
-    dense: str = "none"
-
-    def __post_init__(self):
+    def __init__(self, **modes: str):
+        self.modes = {"lexical": "none", "dense": "none", **modes}
         check(
             [
-                (
-                    f"faults.{side}",
-                    getattr(self, side) in FAULT_MODES,
-                    f"one of {' | '.join(FAULT_MODES)}, got {getattr(self, side)!r}",
-                )
-                for side in ("lexical", "dense")
+                (f"faults.{name}", mode in FAULT_MODES, f"one of {' | '.join(FAULT_MODES)}, got {mode!r}")
+                for name, mode in self.modes.items()
             ]
         )
 
     def mode(self, component: str) -> str:
-        return getattr(self, component, "none")
+        return self.modes.get(component, "none")
+
+    def drilled(self) -> dict[str, str]:
+        """The components a drill is on for, and its mode."""
+        return {name: mode for name, mode in self.modes.items() if mode != "none"}
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, FaultSettings) and self.modes == other.modes
+
+    def __repr__(self) -> str:
+        return f"FaultSettings({', '.join(f'{k}={v!r}' for k, v in self.modes.items())})"
 
 
 @dataclass
@@ -233,6 +249,26 @@ class CacheSettings:
         import os
 
         return Path(self.dir or os.environ.get("CORTEX_CACHE_DIR") or ".cache")
+
+
+@dataclass
+class ParallelSettings:
+    """`parallel.*`: how many processes the chunked work of a run uses (tokenizing and building
+    bm25_v2's matrix, reading and hashing corpus.jsonl; `cortex_exp.parallel`). The result is
+    the same whatever the number."""
+
+    workers: int | None = None  # None: $CORTEX_WORKERS, else every core the process may run on
+
+    def __post_init__(self):
+        check(
+            [
+                (
+                    "parallel.workers",
+                    self.workers is None or (is_int(self.workers) and self.workers >= 1),
+                    f"a whole number >= 1, or null for every core, got {self.workers!r}",
+                )
+            ]
+        )
 
 
 @dataclass
@@ -273,6 +309,7 @@ class RunSettings:
     faults: FaultSettings = field(default_factory=FaultSettings)
     mlflow: MlflowSettings = field(default_factory=MlflowSettings)
     cache: CacheSettings = field(default_factory=CacheSettings)
+    parallel: ParallelSettings = field(default_factory=ParallelSettings)
     parent_run_id: str | None = None
     swept: dict[str, str] = field(default_factory=dict)  # a multirun job's swept overrides (key -> value as typed)
     config_yaml: str = ""  # the composed config, logged as config.yaml

@@ -121,3 +121,35 @@ def test_piece_terms_give_the_identifier_aware_terms_of_any_text(text):
     ids = PieceTerms(vocab).ids(text)
     names = {i: t for t, i in vocab.items()}
     assert [names[i] for i in ids] == identifier_aware(text)
+
+
+@pytest.mark.parametrize("chunk", [5, 64])
+def test_the_index_built_on_two_workers_is_the_one_built_on_one_array_for_array(chunk, tmp_path, monkeypatch):
+    from cortex_exp import parallel
+    from cortex_exp.data.corpus import load_corpus, write_corpus
+
+    monkeypatch.setattr(bm25_v2, "CHUNK", chunk)
+    rng = np.random.default_rng(21)
+    words = ["invoice", "service", "getUserById", "cache", "retry", "auth_token", "db.pool", "E504", "the", "x9"]
+    words += [f"w{i}" for i in range(400)]  # many terms a chunk is the first to hold
+    docs = [
+        Document(
+            f"d{i}", " ".join(rng.choice(words, 3)), " ".join(rng.choice(words, int(rng.integers(0, 30)))), None, "x"
+        )
+        for i in range(500)
+    ]
+    write_corpus(tmp_path / "corpus.jsonl", docs)
+    corpus = load_corpus(tmp_path / "corpus.jsonl")  # the workers read their chunks from the file
+    built = {}
+    for workers in (1, 2):
+        monkeypatch.setattr(parallel, "_cap", workers)
+        built[workers] = Bm25V2().index(corpus)
+    one, two = built[1], built[2]
+    assert list(two.vocab.items()) == list(one.vocab.items())
+    assert two.model.scores["num_docs"] == one.model.scores["num_docs"] == 500
+    for name in ("data", "indices", "indptr"):
+        assert two.model.scores[name].dtype == one.model.scores[name].dtype
+        assert np.array_equal(two.model.scores[name].view(np.uint8), one.model.scores[name].view(np.uint8)), name
+    expected, vocab, arrays = reference_rankings(corpus, ["invoice retry", "w7 w300"], 20, Bm25V2())
+    assert list(two.vocab.items()) == list(vocab.items())
+    assert all(np.array_equal(two.model.scores[n], arrays[n]) for n in ("data", "indices", "indptr"))

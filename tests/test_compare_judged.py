@@ -9,7 +9,7 @@ import json
 
 import mlflow
 import pytest
-from test_compare import KEYS, log_run, new_store, per_query
+from support.compare_runs import KEYS, log_run, new_store, per_query
 
 from cortex_exp.compare.cli import main
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
-from test_compare import KEYS, log_run, new_store, per_query, rows_of
+from support.compare_runs import KEYS, log_run, new_store, per_query, rows_of
 
 from cortex_exp.compare.cli import main
 

@@ -96,6 +96,7 @@ def test_fusion_logs_only_the_parameter_of_its_method():
         ),
         (["metrics.ks=[5,200]"], "metrics.ks: K=200 is deeper than retriever.depth=100"),
         (["row.features.hop=-1", "row=graph"], "row.features.hop: must be a finite number >= 0"),
+        (["parallel.workers=0"], "parallel.workers: must be a whole number >= 1, or null for every core"),
     ],
 )
 def test_a_bad_value_names_its_key(overrides, key):
@@ -122,3 +123,33 @@ def test_the_cache_folder_is_a_setting(tmp_path, monkeypatch):
 def test_a_user_retriever_from_a_config_dir_of_their_own():
     cfg = compose_cfg([f"hydra.searchpath=[file://{EXAMPLE / 'conf'}]", "retriever=tfidf"])
     assert cfg.retriever.lexical._target_ == "my_retriever.TfidfRetriever"
+
+
+def test_a_glob_over_a_config_group_names_the_options_it_chose():
+    """`make run` sweeps `row=glob(*,exclude=_*)`: the parent run is named after the five rows it
+    ran, in Hydra's order, never after the glob (and never the schema, `_schema`)."""
+    from hydra import initialize_config_module
+
+    from cortex_exp.cli.callbacks import shown_sweeps
+    from cortex_exp.cli.config import register
+
+    register()
+    with initialize_config_module(config_module="cortex_exp.conf", version_base="1.3"):
+        shown = shown_sweeps(["row=glob(*,exclude=_*)", "retriever=bm25_v2", "metrics.ks=[5,10]", "a.b=1,2"])
+    assert shown == ["row=" + ",".join(ROWS), "a.b=1,2"]
+
+
+def test_the_workers_are_a_setting_every_core_by_default(monkeypatch):
+    from cortex_exp import parallel
+
+    monkeypatch.setattr(parallel, "_cap", None)
+    monkeypatch.delenv("CORTEX_WORKERS", raising=False)
+    assert compose([]).parallel.workers is None and parallel.worker_count() == parallel.available_cores()
+    monkeypatch.setenv("CORTEX_WORKERS", "3")
+    assert parallel.worker_count() == 3
+    parallel.use_workers(compose(["parallel.workers=1"]).parallel.workers)
+    assert parallel.worker_count() == 1
+    monkeypatch.setenv("CORTEX_WORKERS", "none")
+    parallel.use_workers(None)
+    with pytest.raises(InputError, match=r"\$CORTEX_WORKERS: a whole number >= 1"):
+        parallel.worker_count()

@@ -114,3 +114,40 @@ def test_json_is_read_as_json_loads_reads_it(raw):
 def test_numbers_are_read_as_json_loads_reads_them(numbers):
     raw = json.dumps({"scores": numbers})
     assert repr(parse_json(raw)) == repr(json.loads(raw)) and repr(parse_json(raw.encode())) == repr(json.loads(raw))
+
+
+@pytest.mark.parametrize("span", [64, 300, 1 << 30])
+def test_a_corpus_read_on_two_workers_is_the_one_read_on_one(tmp_path, monkeypatch, span):
+    from cortex_exp import parallel
+
+    docs = [*DOCS, *(Document(f"n{i}", f"t{i}", "word " * (i % 17), None, "x", i % 5 == 0) for i in range(300))]
+    path = tmp_path / "corpus.jsonl"
+    write_corpus(path, docs)
+    with path.open("ab") as fh:
+        fh.write(b"\n\n")  # blank lines at the end (and the last span ends on them)
+    monkeypatch.setattr(corpus_file, "SPAN", span)
+    loaded = {}
+    for workers in (1, 2):
+        monkeypatch.setattr(parallel, "_cap", workers)
+        loaded[workers] = load_corpus(path)
+    one, two = loaded[1], loaded[2]
+    assert two.ids == one.ids and two.fingerprint == one.fingerprint and two.always_served == one.always_served
+    assert dict(two.hashes) == dict(one.hashes) == {d.id: document_hash(d) for d in docs}
+    assert list(two.docs) == list(one.docs) == docs and two.docs[3:40] == docs[3:40]
+
+
+def test_a_problem_read_on_two_workers_is_worded_as_on_one(tmp_path, monkeypatch):
+    from cortex_exp import parallel
+
+    lines = [json.dumps(d.as_json()) for d in (Document(f"n{i}", "", "x " * 9, None, "k") for i in range(200))]
+    lines[150] = lines[3]  # a duplicate id in another span than its first
+    lines[170] = "{not json"
+    (tmp_path / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(corpus_file, "SPAN", 500)
+    messages = []
+    for workers in (1, 2):
+        monkeypatch.setattr(parallel, "_cap", workers)
+        with pytest.raises(InputError) as err:
+            load_corpus(tmp_path / "corpus.jsonl")
+        messages.append(str(err.value) + repr(err.value.args))
+    assert messages[0] == messages[1] and ":151: duplicate document id 'n3' (first on line 4)" in messages[0]

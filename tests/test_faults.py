@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import pytest
+from conftest import compose
 
 from cortex_exp.data.corpus import Corpus, Document
-from cortex_exp.errors import ComponentError
+from cortex_exp.errors import ComponentError, InputError
 from cortex_exp.retrievers.base import EMPTY, Index, Ranking
+from cortex_exp.rows import row_spec
 from cortex_exp.run import faults
+from cortex_exp.run.record import run_params
 from cortex_exp.settings import FaultSettings, SettingError
 
 
 class Echo(Index):
     """Answers every query with one document named after it; counts its calls."""
-
-    component = "dense"
 
     def __init__(self):
         self.calls = 0
@@ -79,3 +80,19 @@ def test_unknown_mode_names_the_config_key(mode):
     assert str(err.value).startswith("faults.dense: must be one of none | error | empty | empty_after_probe")
     with pytest.raises(SettingError, match=r"^faults\.lexical: "):
         faults.wrap(Echo(), mode, "lexical")
+
+
+def test_a_drill_takes_any_component_name_and_refuses_one_the_retriever_lacks():
+    splade = [
+        "retriever=hybrid",
+        "+retriever.splade._target_=cortex_exp.retrievers.bm25_v2.Bm25V2",
+        "retriever.fusion.method=rrf",
+    ]
+    settings = compose([*splade, "faults.splade=error"])
+    assert settings.faults.mode("splade") == "error" and settings.faults.mode("lexical") == "none"
+    assert run_params(settings, row_spec("core"))["faults.splade"] == "error"
+    with pytest.raises(InputError) as err:
+        compose(["retriever=bm25_v2", "faults.splade=error"])
+    assert err.value.problems == ["faults.splade: names no component of retriever=bm25_v2 (its components: lexical)"]
+    with pytest.raises(SettingError, match=r"^faults\.splade: must be one of none \| error"):
+        FaultSettings(splade="sometimes")

@@ -26,6 +26,7 @@ from cortex_exp.errors import GateRefused, InputError
 from cortex_exp.golden.beir import read_beir_corpus, read_qrels
 from cortex_exp.golden.build import build_from_files
 from cortex_exp.golden.load import load_golden
+from cortex_exp.golden.store import seal_of
 from cortex_exp.run import gates
 from cortex_exp.settings import GateSettings
 
@@ -165,7 +166,9 @@ def test_golden_set_loader_and_gates_with_any_manifest_object(folder, golden_fil
     for file, content in golden_files.items():
         (golden / file).write_bytes(content)
     real = json.loads(golden_files["manifest.json"])
-    (golden / "manifest.json").write_text(json.dumps({**real, **manifest}))
+    merged = {**real, **manifest}
+    merged["seal"] = seal_of(merged)  # as if the tool wrote it: the gates see it (an unsealed edit is MODIFIED)
+    (golden / "manifest.json").write_text(json.dumps(merged))
     try:
         loaded = load_golden(golden)
         corpus = load_corpus(folder / "src" / "corpus.jsonl")

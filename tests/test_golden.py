@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -123,6 +124,58 @@ def test_import_beir(tmp_path):
     assert g.manifest["filters"]["no_positive"] == 2 and g.manifest["filters"]["retired_positive"] == 1
     corpus = load_corpus(tmp_path / "out" / "corpus.jsonl")
     assert corpus.by_id["d1"].kind == "document" and corpus.by_id["d1"].project is None
+
+
+def beir_collection(folder, n: int):
+    """A BEIR collection of `n` documents: odd characters, metadata.project, no title, blank lines."""
+    rows = [{"_id": f"d{i}", "title": f'T\u00e9 {i} "q"', "text": "w " * (i % 13) + "\u2028\x01"} for i in range(n)]
+    rows[3] = {"_id": "d3", "text": "no title", "metadata": {"project": "p1"}}
+    folder.mkdir()
+    text = "\n".join(json.dumps(r) for r in rows) + "\n\n"
+    (folder / "corpus.jsonl").write_text(text)
+    write_jsonl(folder / "queries.jsonl", [{"_id": "q1", "text": "w"}])
+    (folder / "qrels.tsv").write_text("q1\td3\t1\nq1\td7\t0\n")
+    return rows
+
+
+def test_the_import_writes_what_write_corpus_writes_on_one_worker_or_two(tmp_path, monkeypatch):
+    from cortex_exp import parallel
+    from cortex_exp.data import corpus_file
+    from cortex_exp.data.corpus import write_corpus
+    from cortex_exp.golden.beir import import_beir, read_beir_corpus
+
+    beir_collection(tmp_path / "beir", 400)
+    monkeypatch.setattr(corpus_file, "SPAN", 700)  # many spans (the import reads in the corpus's spans)
+    monkeypatch.setattr("cortex_exp.golden.beir.SPAN", 700)
+    write_corpus(tmp_path / "expected.jsonl", read_beir_corpus(tmp_path / "beir" / "corpus.jsonl"))
+    made = {}
+    for workers in (1, 2):
+        monkeypatch.setattr(parallel, "_cap", workers)
+        made[workers] = import_beir(tmp_path / "beir", tmp_path / f"out{workers}")
+        written = (tmp_path / f"out{workers}" / "corpus.jsonl").read_bytes()
+        assert written == (tmp_path / "expected.jsonl").read_bytes()
+        assert not [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name]
+    loaded = load_corpus(tmp_path / "out2" / "corpus.jsonl")
+    assert made[1].corpus_hashes == made[2].corpus_hashes == dict(loaded.hashes)
+    assert made[1].manifest["corpus_fingerprint"] == made[2].manifest["corpus_fingerprint"] == loaded.fingerprint
+    sha = made[2].manifest["source"]["corpus"]["sha256"]
+    assert sha == hashlib.sha256((tmp_path / "beir" / "corpus.jsonl").read_bytes()).hexdigest()
+    assert list(made[2].manifest["source"]) == ["kind", "beir_dir", "corpus", "queries", "qrels"]
+
+
+def test_an_import_refused_in_a_late_span_writes_nothing(tmp_path, monkeypatch):
+    from cortex_exp import parallel
+    from cortex_exp.golden.beir import import_beir
+
+    rows = beir_collection(tmp_path / "beir", 300)
+    rows[280] = {"_id": "d5", "text": "again"}  # a duplicate far from its first line
+    (tmp_path / "beir" / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    monkeypatch.setattr("cortex_exp.golden.beir.SPAN", 500)
+    monkeypatch.setattr(parallel, "_cap", 2)
+    with pytest.raises(InputError) as err:
+        import_beir(tmp_path / "beir", tmp_path / "out")
+    assert "corpus.jsonl:281: duplicate _id 'd5' (first on line 6)" in " ".join(err.value.problems)
+    assert not (tmp_path / "out").exists() and not [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name]
 
 
 def test_out_folder_holding_the_inputs_is_refused_and_nothing_is_lost(tiny, tmp_path):

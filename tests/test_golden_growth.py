@@ -11,12 +11,11 @@ from datetime import datetime, timedelta
 
 import pytest
 from conftest import TINY_SERVES, build_demo, doc, serve, write_jsonl
+from support.tiny import FLAKY, RETRY
 
 from cortex_exp.golden import load_golden
 from cortex_exp.golden.__main__ import main
 from cortex_exp.golden.build import build_from_files, rebuild
-
-RETRY, FLAKY = "q-b7e6435437bb", "q-c14ba69966ec"  # the tiny set's two queries (their qids are stable)
 
 
 @pytest.fixture
@@ -83,7 +82,7 @@ def test_every_bad_line_is_named_and_nothing_is_written(golden, tmp_path, capsys
         [
             {"qid": "q-nope", "doc_id": "d-retry", "verdict": "positive"},  # 1
             {"qid": RETRY, "doc_id": "d-nowhere", "verdict": "positive"},  # 2
-            {"qid": RETRY, "doc_id": "d-auth", "verdict": "helped"},  # 3
+            {"qid": RETRY, "doc_id": "d-auth", "verdict": "meh"},  # 3
             {"qid": FLAKY, "doc_id": "d-cache", "verdict": "positive"},  # 4: the set says noise
             {"qid": RETRY, "doc_id": "d-flaky", "verdict": "noise"},  # 5
             {"qid": RETRY, "doc_id": "d-flaky", "verdict": "positive"},  # 6: line 5 said noise
@@ -95,7 +94,7 @@ def test_every_bad_line_is_named_and_nothing_is_written(golden, tmp_path, capsys
     for line, what in [
         (1, "qid 'q-nope' is not in the golden set"),
         (2, "document 'd-nowhere' is not in the corpus the golden set was built on"),
-        (3, "verdict must be 'positive', 'noise' or empty (not judged), got 'helped'"),
+        (3, "verdict must be 'positive' or 'helped', 'noise' or 'wrong' (noise), or empty (not judged), got 'meh'"),
         (4, "'d-cache' is already judged noise for qid 'q-c14ba69966ec' in the golden set (from the serve log)"),
         (6, "conflicting judgments of 'd-flaky'"),
         (7, "missing field 'doc_id'"),

@@ -10,7 +10,7 @@ import json
 
 import mlflow
 import pytest
-from test_golden_growth import FLAKY, RETRY
+from support.tiny import FLAKY, RETRY
 
 from cortex_exp.golden import load_golden
 from cortex_exp.golden.__main__ import main

@@ -15,187 +15,34 @@ lifecycle's, tested with it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import subprocess
-import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, TINY_DOCS, TINY_SERVES, write_jsonl
-from embedding_server import EmbeddingServer
+from conftest import TINY_DOCS, write_jsonl
 from fake_encoder import FakeEncoder
-
-from cortex_exp.errors import run_cli
-from cortex_exp.golden.build import build_from_files
-from cortex_exp.retrievers import code_version
-from cortex_exp.run import indexes, ranking_cache
-
-# --- the commands ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Bench:
-    """`python -m cortex_exp` with these overrides (after the data=files defaults of the case)."""
-
-    overrides: tuple[str, ...] = ()
-    data: bool = True  # False: the case gives its own data.* overrides
-
-
-@dataclass(frozen=True)
-class Golden:
-    argv: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Compare:
-    argv: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Process:
-    """`python -m <argv>` in a process of its own; `unreadable`: without the power to read
-    files the mode forbids (root keeps it otherwise: its bounding set is dropped by setpriv)."""
-
-    argv: tuple[str, ...]
-    unreadable: bool = False
-
-
-@dataclass
-class Ctx:
-    d: Path  # the case folder: corpus.jsonl, serves.jsonl, golden/ (commands run in its parent)
-    uri: str
-    cache: Path
-    finalizers: list
-
-    @property
-    def data(self) -> list[str]:
-        return ["data=files", f"data.corpus={self.d}/corpus.jsonl", f"data.golden={self.d}/golden"]
-
-    def bench(self, *overrides: str) -> int:
-        """A run made while setting a case up (a first run that fills the caches)."""
-        code = _bench(self, Bench(tuple(overrides)))
-        _new_process()
-        return code
-
-    def server(self, embed, sleep: float = 0.0) -> EmbeddingServer:
-        server = EmbeddingServer(embed, sleep)
-        self.finalizers.append(server.stop)
-        return server
-
-
-@dataclass(frozen=True)
-class Case:
-    setup: Callable[[Ctx], object]  # breaks one thing, returns the command
-    code: int
-    expect: tuple[str, ...]  # lines of stderr that must begin so ({d}: case folder, {cache}: cache folder)
-    runs: int = 0  # MLflow runs the command creates
-
-
-def _new_process() -> None:
-    """Forget what this process memoized, as the next `python -m cortex_exp` would."""
-    ranking_cache._MEMORY.clear()
-    indexes._INDEXES.clear()
-    code_version.clear()
-
-
-def _settings(ctx: Ctx, command: Bench):
-    from conftest import compose_cfg
-
-    from cortex_exp.cli.config import settings_from_cfg
-
-    overrides = (ctx.data if command.data else []) + [f"mlflow.tracking_uri={ctx.uri}", *command.overrides]
-    cfg = compose_cfg(overrides)
-    return settings_from_cfg(cfg, dict(cfg.hydra.runtime.choices))
-
-
-def _bench(ctx: Ctx, command: Bench) -> int:
-    from cortex_exp.run.benchmark import run
-
-    return run_cli(lambda: run(_settings(ctx, command)))
-
-
-def _process(ctx: Ctx, command: Process) -> tuple[int, str]:
-    prefix = []
-    if command.unreadable and os.geteuid() == 0:
-        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    store = [f"mlflow.tracking_uri={ctx.uri}"] if command.argv[0] == "cortex_exp" else []
-    r = subprocess.run(
-        [*prefix, sys.executable, "-m", *command.argv, *store],
-        cwd=ctx.d.parent,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    return r.returncode, r.stderr
-
-
-def execute(ctx: Ctx, command, capsys) -> tuple[int, str]:
-    capsys.readouterr()
-    if isinstance(command, Process):
-        return _process(ctx, command)
-    if isinstance(command, Bench):
-        code = _bench(ctx, command)
-    elif isinstance(command, Golden):
-        from cortex_exp.golden.__main__ import main
-
-        code = main(list(command.argv))
-    else:
-        from cortex_exp.compare.cli import main
-
-        code = main(list(command.argv))
-    return code, capsys.readouterr().err
-
-
-# --- ways to break an input -------------------------------------------------------------------
-
-
-def lines(path: Path) -> list[str]:
-    return path.read_text(encoding="utf-8").splitlines()
-
-
-def put_lines(path: Path, rows: list[str]) -> None:
-    path.write_text("".join(r + "\n" for r in rows), encoding="utf-8")
-
-
-def set_line(path: Path, number: int, text: str) -> None:
-    rows = lines(path)
-    rows[number - 1] = text
-    put_lines(path, rows)
-
-
-def edit_json(path: Path, change) -> None:
-    value = json.loads(path.read_text())
-    change(value)
-    path.write_text(json.dumps(value))
-
-
-def edit_line(path: Path, number: int, change) -> None:
-    rows = lines(path)
-    obj = json.loads(rows[number - 1])
-    change(obj)
-    rows[number - 1] = json.dumps(obj)
-    put_lines(path, rows)
-
-
-def fifo(path: Path) -> Path:
-    path.unlink(missing_ok=True)
-    os.mkfifo(path)
-    return path
-
-
-def unreadable(path: Path) -> Path:
-    if os.geteuid() == 0 and not Path("/usr/bin/setpriv").exists() and not Path("/bin/setpriv").exists():
-        raise RuntimeError("running as root without setpriv (util-linux): cannot make a file unreadable")
-    path.chmod(0)
-    return path
-
+from support.integrity import (
+    Bench,
+    Case,
+    Compare,
+    Ctx,
+    Golden,
+    Process,
+    _new_process,
+    count_runs,
+    edit_json,
+    edit_line,
+    execute,
+    fifo,
+    lines,
+    make_case_folder,
+    put_lines,
+    set_line,
+    snapshot,
+    unreadable,
+)
 
 DEEP = "[" * 200_000 + "]" * 200_000
 LONG_INT = '{"id": ' + "7" * 5000 + "}"
@@ -706,31 +553,6 @@ CASES: dict[str, Case] = {
 def store(tmp_path_factory):
     """One MLflow store for every case: each counts the runs it adds."""
     return f"sqlite:///{tmp_path_factory.mktemp('store')}/mlflow.db"
-
-
-def count_runs(uri: str) -> int:
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(uri)
-    return sum(len(client.search_runs([e.experiment_id])) for e in client.search_experiments())
-
-
-def snapshot(folder: Path) -> dict[str, str]:
-    """Every file under `folder` (named pipes and unreadable files by their mode) -> its content."""
-    out = {}
-    for path in sorted(folder.rglob("*")):
-        mode = path.lstat().st_mode
-        if path.is_fifo() or not mode & 0o444:
-            out[str(path)] = f"mode {mode:o}"
-        elif path.is_file():
-            out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
-
-
-def make_case_folder(d: Path) -> None:
-    write_jsonl(d / "corpus.jsonl", TINY_DOCS)
-    write_jsonl(d / "serves.jsonl", TINY_SERVES)
-    build_from_files(d / "corpus.jsonl", d / "serves.jsonl", d / "golden")
 
 
 def test_the_table_holds_at_least_40_cases():

@@ -9,7 +9,20 @@ import ir_measures
 import pytest
 import pytrec_eval
 
-from cortex_exp.metrics import cut, measure_id, metric_names, score_query
+from cortex_exp.metrics import (
+    FAMILIES,
+    QUALITY_NAME,
+    cut,
+    family_of,
+    higher_is_better,
+    judged_names,
+    judged_share,
+    logged_names,
+    measure_id,
+    metric_names,
+    score_query,
+    trec_eval_id,
+)
 
 
 def test_values_by_hand():
@@ -46,51 +59,78 @@ def test_metric_names_map_one_to_one_to_measure_ids():
     assert measure_id("recall_at_5") == "R@5" and measure_id("ndcg_at_10") == "nDCG@10" and measure_id("mrr") == "RR"
 
 
-def _random_case(seed, n_queries=40, n_docs=60):
+KS = [5, 10, 24]
+
+
+def _judged_case(seed, n_queries=40, n_docs=60):
+    """Random positives, noise and rankings; our scores of every metric the registry lists."""
     rng = random.Random(seed)
-    qrels, run, tops = {}, {}, {}
+    docs = [f"d{i}" for i in range(n_docs)]
+    cases = {}
     for q in range(n_queries):
-        qid = f"q{q}"
-        docs = [f"d{i}" for i in range(n_docs)]
-        positives = set(rng.sample(docs, rng.randint(1, 6)))
-        qrels[qid] = {d: 1 for d in positives}
-        ranked = rng.sample(docs, rng.randint(0, 30))
-        tops[qid] = ranked
-        # strictly decreasing scores so that every tool sees the same order
-        # the contract's `top` is cut at the largest K (24 here): the reference tools see that list
-        run[qid] = {d: float(len(ranked) - i) for i, d in enumerate(ranked[:24])}
-    return qrels, run, tops
+        judged = rng.sample(docs, rng.randint(2, 12))
+        positives = set(judged[: rng.randint(1, len(judged) - 1)])
+        noise = set(judged) - positives
+        top = rng.sample(docs, rng.randint(0, 30))[:24]  # `top` is cut at the largest K
+        ours = {**score_query(top, positives, noise, KS), **judged_share(top, positives | noise, KS)}
+        cases[f"q{q}"] = (positives, noise, top, ours)
+    return cases
+
+
+def _qrels(cases, relevant: str) -> dict[str, dict[str, int]]:
+    """Judgments as TREC qrels: the family's relevant side 1, the other judged side 0."""
+    out = {}
+    for qid, (positives, noise, _, _) in cases.items():
+        one, zero = (positives, noise) if relevant == "positive" else (noise, positives)
+        out[qid] = {**{d: 0 for d in zero}, **{d: 1 for d in one}}
+    return out
+
+
+def _run(cases) -> dict[str, dict[str, float]]:
+    # strictly decreasing scores so that every tool sees the same order
+    return {q: {d: float(100 - i) for i, d in enumerate(top)} for q, (_, _, top, _) in cases.items() if top}
+
+
+def test_every_family_has_an_independent_equivalent():
+    assert all(f.ir_measures or f.trec_eval for f in FAMILIES)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_cross_check_pytrec_eval(seed):
-    qrels, run, tops = _random_case(seed)
-    ev = pytrec_eval.RelevanceEvaluator(qrels, {"recall.5,10,24", "recip_rank", "ndcg_cut.10"})
-    ref = ev.evaluate({q: r for q, r in run.items() if r})
-    for qid in qrels:
-        ours = score_query(tops[qid], set(qrels[qid]), set(), [5, 10, 24])
-        theirs = ref.get(qid, {})
-        for mine, trec in (
-            ("recall_at_5", "recall_5"),
-            ("recall_at_10", "recall_10"),
-            ("recall_at_24", "recall_24"),
-            ("mrr", "recip_rank"),
-            ("ndcg_at_10", "ndcg_cut_10"),
-        ):
-            assert ours[mine] == pytest.approx(theirs.get(trec, 0.0), abs=1e-12), (qid, mine)
+def test_every_family_equals_pytrec_eval(seed):
+    cases = _judged_case(seed)
+    checked = 0
+    for family in (f for f in FAMILIES if f.trec_eval):
+        names = family.names(KS)
+        ev = pytrec_eval.RelevanceEvaluator(_qrels(cases, family.relevant), {trec_eval_id(n)[0] for n in names})
+        ref = ev.evaluate(_run(cases))
+        for qid, (*_, ours) in cases.items():
+            for name in names:
+                theirs = ref.get(qid, {}).get(trec_eval_id(name)[1], 0.0)  # nothing ranked: 0
+                assert ours[name] == pytest.approx(theirs, abs=1e-12), (qid, name)
+                checked += 1
+    assert checked == len(cases) * sum(len(f.names(KS)) for f in FAMILIES if f.trec_eval)
 
 
-def test_cross_check_ir_measures():
-    qrels, run, tops = _random_case(7)
-    qrels_list = [ir_measures.Qrel(q, d, 1) for q, ds in qrels.items() for d in ds]
-    run_list = [ir_measures.ScoredDoc(q, d, s) for q, ds in run.items() for d, s in ds.items()]
-    measures = [ir_measures.parse_measure(measure_id(n)) for n in ("recall_at_5", "recall_at_24", "mrr", "ndcg_at_10")]
-    ref = {}
-    for m in ir_measures.iter_calc(measures, qrels_list, run_list):
-        ref[(m.query_id, str(m.measure))] = m.value
-    for qid in qrels:
-        if not run[qid]:
-            continue
-        ours = score_query(tops[qid], set(qrels[qid]), set(), [5, 24])
-        for name in ("recall_at_5", "recall_at_24", "mrr", "ndcg_at_10"):
-            assert ours[name] == pytest.approx(ref[(qid, measure_id(name))], abs=1e-12)
+@pytest.mark.parametrize("seed", [4, 7])
+def test_every_family_equals_ir_measures(seed):
+    cases = _judged_case(seed)
+    run = [ir_measures.ScoredDoc(q, d, s) for q, ds in _run(cases).items() for d, s in ds.items()]
+    for family in (f for f in FAMILIES if f.ir_measures):
+        names = family.names(KS)
+        qrels = [ir_measures.Qrel(q, d, g) for q, j in _qrels(cases, family.relevant).items() for d, g in j.items()]
+        measures = [ir_measures.parse_measure(measure_id(n)) for n in names]
+        ref = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(measures, qrels, run)}
+        for qid, (*_, ours) in cases.items():
+            for name in names:
+                theirs = ref.get((qid, measure_id(name)), 0.0)  # nothing ranked: 0
+                assert ours[name] == pytest.approx(theirs, abs=1e-12), (qid, name)
+
+
+def test_nothing_names_a_metric_that_is_not_computed():
+    scored = _judged_case(1)["q0"][3]
+    assert set(metric_names(KS)) | set(judged_names(KS)) == set(scored)
+    assert {n for n in logged_names(KS) if QUALITY_NAME.match(n)} == set(metric_names(KS))
+    for name in ("precision_at_5", "map", "ndcg_at_5", "judged_at_5", "condensed_mrr", "recall_at_x"):
+        assert not QUALITY_NAME.match(name), name
+    assert family_of("condensed_noise_at_24").name == "noise" and not higher_is_better("noise_at_5")
+    assert family_of("index_recall_at_100_dense") is None and family_of("silent_share_lexical") is None

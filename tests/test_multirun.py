@@ -77,13 +77,12 @@ def test_a_job_refused_by_a_gate_fails_the_parent(demo_dir, tmp_path):
     assert parent.info.status == "FAILED"
 
 
-def test_fusion_weight_sweep_five_nested_runs_and_the_best_marked(demo_dir, tmp_path, monkeypatch):
+def test_fusion_weight_sweep_five_nested_runs_and_the_best_marked(demo_dir, tmp_path):
     """The sweep users type, with the dense side on a loopback embedding server (fake encoder)."""
-    import test_endpoint
     from fake_encoder import HashedBagEncoder
+    from loopback import embedding_server
 
-    monkeypatch.setattr(test_endpoint, "FAKE", HashedBagEncoder())  # the server answers hashed bags of words
-    server = test_endpoint.Server("good")
+    server = embedding_server(HashedBagEncoder())  # the server answers hashed bags of words
     try:
         uri = f"sqlite:///{tmp_path}/mlflow.db"
         r = run_cli(

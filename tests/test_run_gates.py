@@ -13,6 +13,7 @@ from loopback import embedding_server
 from mlflow.tracking import MlflowClient
 
 from cortex_exp.errors import GateRefused
+from cortex_exp.golden.build import rebuild
 from cortex_exp.run import benchmark
 
 pytestmark = pytest.mark.slow
@@ -68,10 +69,8 @@ def test_cli_drill_exit_codes(demo_dir, tmp_path):
 
 
 def _age_golden(folder, days):
-    manifest = json.loads((folder / "manifest.json").read_text())
-    built = datetime.now(UTC) - timedelta(days=days)
-    manifest["built_at"] = built.isoformat(timespec="seconds").replace("+00:00", "Z")
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+    """The set as a build `days` ago made it (an edited built_at no longer verifies: the seal)."""
+    rebuild(folder, now=datetime.now(UTC) - timedelta(days=days))
 
 
 def test_golden_set_40_days_old_refuses_then_allow_stale_tags_degraded(demo_dir, uri):

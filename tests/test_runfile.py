@@ -101,7 +101,7 @@ def test_settings_are_checked():
         RunFile()
     with pytest.raises(SettingError, match="format: must be one of auto | trec | jsonl"):
         RunFile(path="x", format="csv")
-    with pytest.raises(InputError, match="is not a file"):
+    with pytest.raises(InputError, match="file not found .expected the ranking file of retriever.runfile.path"):
         RunFile(path="/nonexistent/run.trec").index(None)
 
 

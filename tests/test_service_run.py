@@ -13,14 +13,12 @@ from fake_encoder import FakeEncoder
 from loopback import Loopback, reference_module, reference_service
 from mlflow.tracking import MlflowClient
 
-from cortex_exp.compare.analysis import compare_runs
-from cortex_exp.compare.cli import parse_options
+from cortex_exp import api
 from cortex_exp.data.corpus import load_corpus
 from cortex_exp.errors import GateRefused
 from cortex_exp.golden.build import build_from_files
 from cortex_exp.retrievers.dense import Dense
 from cortex_exp.run import benchmark
-from cortex_exp.tracking.fetch import connect, fetch_run
 
 pytestmark = pytest.mark.slow  # whole runs: MLflow
 
@@ -60,9 +58,7 @@ def runs(uri):
 
 
 def compare(uri, a, b) -> dict:
-    client = connect(uri)
-    result, _ = compare_runs(fetch_run(client, a), fetch_run(client, b), parse_options([a, b]))
-    return result
+    return api.compare(a, b, tracking_uri=uri, no_log=True).to_dict()
 
 
 def test_the_service_measures_exactly_like_the_builtin_hybrid(data, tmp_path):

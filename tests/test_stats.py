@@ -214,3 +214,17 @@ def test_sweep_cv_falls_back_to_kfold_without_projects():
     res = cross_validate(scores, {f"q{i}": None for i in range(20)}, "recall_at_24", True, seed=1)
     assert res.cv_kind.startswith("5-fold") and "no projects" in res.cv_kind and res.n_folds == 5
     assert res.in_sample == max(res.means) and res.optimism >= 0  # noise can only flatter in sample
+
+
+def test_differences_that_vary_only_by_rounding_need_two_queries_and_end():
+    """0.35 - 0.25 is not 0.1 in floats: an sd of ~1e-17 puts the noncentral t past what scipy
+    evaluates (NaN from a noncentrality of ~1e12); that is power 1, not 0 (which made
+    queries_needed count up forever)."""
+    d = np.array([0.35, 0.6, 0.85, 0.1]) - np.array([0.25, 0.5, 0.75, 0.0])
+    sd = float(np.std(d, ddof=1))
+    assert 0 < sd < 1e-15
+    assert stats.paired_t_power(4, 0.05, sd) == 1.0
+    assert stats.queries_needed(sd, 0.05) == 2
+    assert 0 < stats.detectable_effect(4, sd) < 1e-15
+    res = stats.analyse([0.25, 0.5, 0.75, 0.0], [0.35, 0.6, 0.85, 0.1], higher_is_better=True)
+    assert res.queries_needed == 2 and res.verdict() == "better"

@@ -121,13 +121,12 @@ def test_rows_multirun_lands_on_the_postgres_backed_server(team, demo, tmp_path)
     assert sorted(c.data.tags["row"] for c in children) == ["core", "graph"]
 
 
-def test_fusion_weight_sweep_and_compare_over_http(team, demo, tmp_path, monkeypatch):
+def test_fusion_weight_sweep_and_compare_over_http(team, demo, tmp_path):
     """The dense side on a loopback embedding server (a hashed bag of words, as in test_multirun)."""
-    import test_endpoint
     from fake_encoder import HashedBagEncoder
+    from loopback import embedding_server
 
-    monkeypatch.setattr(test_endpoint, "FAKE", HashedBagEncoder())
-    embedder = test_endpoint.Server("good")
+    embedder = embedding_server(HashedBagEncoder())
     try:
         weights = ["retriever=hybrid", "retriever.fusion.weight=0,0.5,1", f"retriever.dense.endpoint={embedder.url}"]
         parent = multirun([*weights, *data_files(demo)], tmp_path, team)

@@ -18,6 +18,7 @@ from mlflow.tracking import MlflowClient
 
 from cortex_exp import interrupts, tracking
 from cortex_exp.errors import InputError
+from cortex_exp.findings import Action, Finding
 from cortex_exp.rows import ROWS
 from cortex_exp.run.record import final_tags, run_name
 from cortex_exp.settings import DataSettings, RetrieverSettings, RunSettings
@@ -170,18 +171,24 @@ def test_run_names_say_what_the_sweep_varies():
 
 def test_decides_only_for_a_clean_core_run():
     core, graph = ROWS["core"], ROWS["graph"]
-    assert final_tags(core, [], False, False, False)["decides"] == "true"
-    assert final_tags(core, [], False, True, False)["decides"] == "true"  # drift warns, does not stop
-    assert final_tags(core, ["component dense down"], False, False, False)["decides"] == "false"
-    assert final_tags(core, ["golden set stale"], True, False, False)["decides"] == "false"
-    assert final_tags(core, [], False, False, True) == {
+    moved = Finding("drift", "WARNING: CORPUS MOVED", Action.WARN, blocks_decision=False, tags={"corpus_moved": "true"})
+    down = Finding("probe", "COMPONENT DOWN: dense", Action.DEGRADE, reason="component dense down")
+    stale = Finding("stale", "WARNING: GOLDEN SET STALE", Action.DEGRADE, tags={"stale_override": "true"})
+    silent = Finding("silence", "COMPONENT SILENT: lexical", Action.REFUSE, tag="silent", deferred=True)
+    assert final_tags(core, [])["decides"] == "true"
+    assert final_tags(core, [moved])["decides"] == "true"  # drift warns, does not stop
+    assert final_tags(core, [moved])["corpus_moved"] == "true"
+    assert final_tags(core, [down])["decides"] == "false"
+    assert final_tags(core, [down])["degraded_reasons"] == "component dense down"
+    assert final_tags(core, [stale])["decides"] == "false" and final_tags(core, [stale])["stale_override"] == "true"
+    assert final_tags(core, [silent]) == {
         "degraded": "false",
         "stale_override": "false",
         "corpus_moved": "false",
         "decides": "false",
         "refused": "silent",
     }
-    assert final_tags(graph, [], False, False, False)["decides"] == "false"
+    assert final_tags(graph, [])["decides"] == "false"
 
 
 def test_what_counts_as_the_store_failing(tmp_path):

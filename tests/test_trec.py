@@ -26,10 +26,11 @@ def test_reading_what_we_write_gives_back_the_order(tmp_path):
     assert {q: [d for d, _ in pairs] for q, pairs in read_run(path).items()} == dict(rows)
 
 
-def test_reading_orders_by_score_ignores_rank_and_breaks_ties_by_id(tmp_path):
+def test_reading_orders_by_score_ignores_rank_and_breaks_ties_as_trec_eval(tmp_path):
     path = tmp_path / "run.trec"
-    path.write_text("q1 Q0 b 1 0.5 x\nq1 Q0 a 2 0.5 x\nq1 Q0 c 3 2.0 x\n\nq2 Q0 z 9 -1e3 x\n")
-    assert read_run(path) == {"q1": [("c", 2.0), ("a", 0.5), ("b", 0.5)], "q2": [("z", -1000.0)]}
+    path.write_text("q1 Q0 a 1 0.5 x\nq1 Q0 b 2 0.5 x\nq1 Q0 c 3 2.0 x\n\nq2 Q0 z 9 -1e3 x\n")
+    # equal scores: the greater document id first, as trec_eval (and pytrec_eval) rank them
+    assert read_run(path) == {"q1": [("c", 2.0), ("b", 0.5), ("a", 0.5)], "q2": [("z", -1000.0)]}
 
 
 def test_every_bad_line_is_named(tmp_path):

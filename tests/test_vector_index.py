@@ -1,4 +1,4 @@
-"""Approximate dense indexes that know they approximate: `retriever.dense.index=flat|ivf|hnsw`.
+"""Approximate dense indexes that know they approximate: `retriever.dense.index_type=flat|ivf|hnsw`.
 
 Vectors come from the hashed bag-of-words fake encoder (tests/fake_encoder.py): no model. A
 corpus of random word mixes gives the approximate indexes something to miss."""
@@ -70,23 +70,23 @@ def overlap(found, exact, k):
 
 def test_flat_is_the_default_exact_and_logs_no_index_parameters(tmp_path):
     spec = dense(tmp_path)
-    assert spec.index == "flat" and repr(spec).count("index='flat'") == 1
+    assert spec.index_type == "flat" and repr(spec).count("index_type='flat'") == 1
     params = parameters(spec)
-    assert params["index"] == "flat" and all(params[k] is None for k in ("nlist", "nprobe", "hnsw_m", "ef_search"))
+    assert params["index_type"] == "flat" and all(params[k] is None for k in ("nlist", "nprobe", "hnsw_m", "ef_search"))
 
 
 def test_an_index_fills_its_own_defaults_and_refuses_the_others_parameters(tmp_path):
-    ivf = dense(tmp_path, index="ivf")
+    ivf = dense(tmp_path, index_type="ivf")
     assert (ivf.nlist, ivf.nprobe, ivf.hnsw_m) == (1024, 16, None)
-    hnsw = dense(tmp_path, index="hnsw", ef_search=200)
+    hnsw = dense(tmp_path, index_type="hnsw", ef_search=200)
     assert (hnsw.hnsw_m, hnsw.ef_construction, hnsw.ef_search, hnsw.nlist) == (32, 80, 200, None)
     for bad, key in (
-        ({"index": "ivf", "ef_search": 64}, "ef_search: applies to index=hnsw only"),
-        ({"nlist": 8}, "nlist: applies to index=ivf only (index is flat)"),
-        ({"index": "ivf", "nlist": 8, "nprobe": 9}, "nprobe: must be at most nlist (8)"),
-        ({"index": "hnsw", "hnsw_m": 1}, "hnsw_m: must be 2 or more"),
-        ({"index": "ivf", "nlist": 0}, "nlist: must be a positive integer"),
-        ({"index": "annoy"}, "index: must be one of flat | ivf | hnsw"),
+        ({"index_type": "ivf", "ef_search": 64}, "ef_search: applies to index_type=hnsw only"),
+        ({"nlist": 8}, "nlist: applies to index_type=ivf only (index_type is flat)"),
+        ({"index_type": "ivf", "nlist": 8, "nprobe": 9}, "nprobe: must be at most nlist (8)"),
+        ({"index_type": "hnsw", "hnsw_m": 1}, "hnsw_m: must be 2 or more"),
+        ({"index_type": "ivf", "nlist": 0}, "nlist: must be a positive integer"),
+        ({"index_type": "annoy"}, "index_type: must be one of flat | ivf | hnsw"),
     ):
         with pytest.raises(SettingError, match=re.escape(key)):
             dense(tmp_path, **bad)
@@ -94,11 +94,11 @@ def test_an_index_fills_its_own_defaults_and_refuses_the_others_parameters(tmp_p
 
 def test_more_cells_than_documents_is_refused_naming_the_key(tmp_path, corpus):
     with pytest.raises(InputError, match=r"retriever.dense.nlist=2000: .* the corpus has 1500"):
-        dense(tmp_path, index="ivf", nlist=2000).index(corpus)
+        dense(tmp_path, index_type="ivf", nlist=2000).index(corpus)
 
 
 def test_an_ef_search_below_the_depth_asked_is_refused_not_ignored(tmp_path, corpus):
-    index = dense(tmp_path, index="hnsw", ef_search=10).index(corpus)
+    index = dense(tmp_path, index_type="hnsw", ef_search=10).index(corpus)
     assert len(index.search(["w1 w2"], 10)[0]) == 10
     with pytest.raises(InputError, match=r"ef_search=10 is below the 20 results asked"):
         index.search(["w1 w2"], 20)
@@ -106,7 +106,7 @@ def test_an_ef_search_below_the_depth_asked_is_refused_not_ignored(tmp_path, cor
 
 def test_ivf_searching_every_cell_is_exact(tmp_path, corpus, flat):
     _, exact = flat
-    index = dense(tmp_path, index="ivf", nlist=8, nprobe=8).index(corpus)
+    index = dense(tmp_path, index_type="ivf", nlist=8, nprobe=8).index(corpus)
     found = index.search(queries(), 20)
     assert overlap(found, exact, 20) == 1.0
     assert index.recall_against_exact(queries(), found, 20)["recall"] == 1.0
@@ -114,14 +114,23 @@ def test_ivf_searching_every_cell_is_exact(tmp_path, corpus, flat):
 
 @pytest.mark.parametrize(
     "params",
-    [{"index": "ivf", "nlist": 32, "nprobe": 1}, {"index": "hnsw", "hnsw_m": 2, "ef_construction": 4, "ef_search": 20}],
+    [
+        {"index_type": "ivf", "nlist": 32, "nprobe": 1},
+        {"index_type": "hnsw", "hnsw_m": 2, "ef_construction": 4, "ef_search": 20},
+    ],
 )
 def test_an_approximate_index_reports_the_share_of_the_exact_top_k_it_found(tmp_path, corpus, flat, params):
     _, exact = flat
     index = dense(tmp_path, **params).index(corpus)
     found = index.search(queries(), 20)
     report = index.recall_against_exact(queries(), found, 20)
-    assert report == {"recall": overlap(found, exact, 20), "queries": 60, "of": 60, "k": 20, "kind": params["index"]}
+    assert report == {
+        "recall": overlap(found, exact, 20),
+        "queries": 60,
+        "of": 60,
+        "k": 20,
+        "kind": params["index_type"],
+    }
     assert 0 < report["recall"] < 1  # it does approximate here, and says by how much
 
 
@@ -129,7 +138,7 @@ def test_the_recall_check_samples_queries_when_exact_search_would_be_too_slow(tm
     monkeypatch.setattr("cortex_exp.retrievers.dense.EXACT_BUDGET", 1500 * 10)  # 10 queries' worth
     monkeypatch.setattr("cortex_exp.retrievers.dense.EXACT_MIN_QUERIES", 12)
     _, exact = flat
-    index = dense(tmp_path, index="ivf", nlist=32, nprobe=1).index(corpus)
+    index = dense(tmp_path, index_type="ivf", nlist=32, nprobe=1).index(corpus)
     found = index.search(queries(), 20)
     report = index.recall_against_exact(queries(), found, 20)
     sample = [(2 * i + 1) * 60 // 24 for i in range(12)]  # 12 queries spread evenly over the 60
@@ -143,7 +152,7 @@ def test_flat_reports_nothing_it_is_exact(flat):
 
 
 def test_hnsw_builds_the_same_graph_every_time(tmp_path, corpus):
-    params = {"index": "hnsw", "hnsw_m": 4, "ef_construction": 8, "ef_search": 20}
+    params = {"index_type": "hnsw", "hnsw_m": 4, "ef_construction": 8, "ef_search": 20}
     first = dense(tmp_path / "a", **params).index(corpus).search(queries(), 20)
     second = dense(tmp_path / "b", **params).index(corpus).search(queries(), 20)
     assert first == second
@@ -165,10 +174,10 @@ def test_every_parameter_of_an_approximate_index_changes_what_it_finds(tmp_path,
     the index to miss: from the base values to the other ones, one parameter at a time."""
     base, other = APPROXIMATE[kind]
     names = [f.name for f in Dense.__dataclass_fields__.values() if f.metadata == APPROXIMATION]
-    assert set(base) == {n for n in names if getattr(dense(tmp_path, index=kind), n) is not None}
-    expected = dense(tmp_path, index=kind, **base).index(corpus).search(queries(), 20)
+    assert set(base) == {n for n in names if getattr(dense(tmp_path, index_type=kind), n) is not None}
+    expected = dense(tmp_path, index_type=kind, **base).index(corpus).search(queries(), 20)
     for name in base:
-        changed = dense(tmp_path, index=kind, **{**base, name: other[name]})
+        changed = dense(tmp_path, index_type=kind, **{**base, name: other[name]})
         assert parameters(changed)[name] == other[name]
         assert changed.index(corpus).search(queries(), 20) != expected, f"{kind}.{name} changed nothing"
 
@@ -180,7 +189,7 @@ def test_a_run_logs_the_recall_of_its_approximate_index(demo_dir, tmp_path, caps
         overrides = files_overrides(demo_dir, f"sqlite:///{tmp_path}/m.db") + [
             "retriever=dense",
             f"retriever.dense.endpoint={server.url}",
-            "retriever.dense.index=ivf",
+            "retriever.dense.index_type=ivf",
             "retriever.dense.nlist=64",
             "retriever.dense.nprobe=16",
             f"cache.dir={tmp_path}/cache",
@@ -193,6 +202,17 @@ def test_a_run_logs_the_recall_of_its_approximate_index(demo_dir, tmp_path, caps
     run = MlflowClient(f"sqlite:///{tmp_path}/m.db").get_run(outcome.run_id)
     recall, n = run.data.metrics["index_recall_at_100_dense"], run.data.metrics["index_recall_queries_dense"]
     assert 0 < recall < 1 and n == len(outcome.per_query)
-    assert run.data.params["retriever.dense.index"] == "ivf" and run.data.params["retriever.dense.nprobe"] == "16"
+    assert run.data.params["retriever.dense.index_type"] == "ivf" and run.data.params["retriever.dense.nprobe"] == "16"
     err = capsys.readouterr().err
     assert f"dense: the ivf index found {100 * recall:.1f}% of the exact top 100 (a flat index's) on {n:.0f} of" in err
+
+
+def test_the_old_key_retriever_dense_index_is_refused_naming_the_new_one():
+    """`Dense.index` was both this setting and the `index(corpus)` method (a callable str)."""
+    with pytest.raises(InputError) as err:
+        compose(["retriever=hybrid", "retriever.dense.index=hnsw"])
+    assert err.value.problems == [
+        "retriever.dense.index: renamed retriever.dense.index_type; pass retriever.dense.index_type=hnsw"
+    ]
+    dense = compose(["retriever=hybrid", "retriever.dense.index_type=hnsw"]).retriever.components["dense"]
+    assert dense.index_type == "hnsw" and not callable(dense.index_type) and callable(dense.index)

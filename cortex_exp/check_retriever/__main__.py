@@ -24,7 +24,7 @@ import httpx
 import yaml
 
 from cortex_exp.data.corpus import Corpus, load_corpus
-from cortex_exp.errors import InputError, run_cli
+from cortex_exp.errors import InputError, quiet_stdout, run_cli
 from cortex_exp.retrievers.contract import (
     Check,
     check_failure_raises,
@@ -153,6 +153,7 @@ def report(target: str, checks: list[Check]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_stdout()
     result: dict = {}
 
     def go():

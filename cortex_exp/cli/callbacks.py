@@ -9,8 +9,10 @@ import json
 import os
 import sys
 
+from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Glob
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig
@@ -52,6 +54,24 @@ def swept_keys(overrides: list[str]) -> list[str]:
     return [o.key_or_group for o in parsed if o.is_sweep_override() and not o.is_hydra_override()]
 
 
+def shown_sweeps(overrides: list[str]) -> list[str]:
+    """The swept overrides as a person reads them: a glob over a config group (`row=glob(*,exclude=_*)`,
+    what `make run` sweeps) is written out as the options it chose (`row=core,graph,...`)."""
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    loader = GlobalHydra.instance().config_loader()
+    shown = []
+    for o in parsed:
+        if not o.is_sweep_override() or o.is_hydra_override():
+            continue
+        value = o.value()
+        if isinstance(value, Glob):
+            names = value.filter(loader.get_group_options(o.key_or_group))
+            shown.append(f"{o.key_or_group}={','.join(names)}")
+        else:
+            shown.append(o.input_line)
+    return shown
+
+
 def job_swept() -> dict[str, str]:
     """In a multirun job: each swept key with this job's value as typed (it names the run)."""
     if not _multirun() or not os.environ.get(SWEPT_ENV):
@@ -77,7 +97,7 @@ class ParentRunCallback(Callback):
         self.uri = tracking.resolve_uri(config.mlflow.tracking_uri)
         overrides = list(config.hydra.overrides.task)
         keys = swept_keys(overrides)
-        swept = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") in keys]
+        swept = shown_sweeps(overrides)
         metrics = MetricSettings(ks=list(config.metrics.ks), primary=config.metrics.primary)
         try:
             tracking.check_reachable(self.uri)

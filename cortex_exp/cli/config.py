@@ -23,7 +23,7 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from hydra.errors import InstantiationException
-from hydra.utils import instantiate
+from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from cortex_exp.errors import InputError
@@ -43,6 +43,7 @@ from cortex_exp.settings import (
     GateSettings,
     MetricSettings,
     MlflowSettings,
+    ParallelSettings,
     RetrieverSettings,
     RowSettings,
     RunSettings,
@@ -66,6 +67,8 @@ def schema_of(cls: type) -> type:
     their defaults (the class stays the one place a default is written)."""
     hints = typing.get_type_hints(cls)
     fields: list[Any] = [("_target_", str, dataclasses.field(default=f"{cls.__module__}.{cls.__qualname__}"))]
+    # a renamed key stays in the schema, so that giving it is refused naming the new key (build_component)
+    fields += [(old, Any, dataclasses.field(default=None)) for old in getattr(cls, "RENAMED", {})]
     for f in dataclasses.fields(cls):
         if f.init and not f.metadata.get("injected"):
             default = (
@@ -84,10 +87,13 @@ def register() -> None:
         ("gates", GateSettings),
         ("metrics", MetricSettings),
         ("mlflow", MlflowSettings),
-        ("faults", FaultSettings),
         ("cache", CacheSettings),
+        ("parallel", ParallelSettings),
     ):
         cs.store(group=group, name="default", node=node)
+    faults = OmegaConf.create(FaultSettings().modes)  # any component name is a key: faults.<component>
+    OmegaConf.set_struct(faults, False)
+    cs.store(group="faults", name="default", node=faults)
     cs.store(group="row", name="_schema", node=RowSettings)
     cs.store(group="data", name="_schema", node=DataSettings)
     cs.store(group="retriever", name="_base", node={"depth": DEFAULT_DEPTH})
@@ -105,6 +111,15 @@ def _to_object(node: DictConfig, cls: type, key: str):
         raise InputError(f"{key}: {exc}") from None
 
 
+def _renamed(target) -> dict[str, str]:
+    """The renamed keys (old -> new) of the class `target` names; {} when it names none (the
+    failure to build it is reported by `build_component`)."""
+    try:
+        return dict(getattr(get_class(target), "RENAMED", {}))
+    except (ImportError, ValueError, TypeError):
+        return {}
+
+
 def build_component(key: str, node) -> Any:
     """`instantiate` one component (or the fusion); a bad value is exit 2 naming `key.param`."""
     if not isinstance(node, DictConfig) or "_target_" not in node:
@@ -112,13 +127,29 @@ def build_component(key: str, node) -> Any:
             f"{key}: expected a component: a mapping with `_target_: package.module.Class` "
             f"and its parameters, got {OmegaConf.to_container(node) if isinstance(node, DictConfig) else node!r}"
         )
+    renamed = _renamed(node._target_)
+    given = [old for old in renamed if node.get(old) is not None]
+    if given:
+        raise InputError(
+            f"{key}: renamed key(s)",
+            [f"{key}.{old}: renamed {key}.{renamed[old]}; pass {key}.{renamed[old]}={node[old]}" for old in given],
+        )
+    if renamed:
+        node = OmegaConf.masked_copy(node, [k for k in node if k not in renamed])
     try:
-        return instantiate(node, _convert_="all")
+        built = instantiate(node, _convert_="all")
     except InstantiationException as exc:
         cause = exc.__cause__
         if isinstance(cause, SettingError):
             raise InputError(f"{key}: bad parameter(s)", [f"{key}.{p}" for p in cause.problems]) from None
         raise InputError(f"{key}: cannot build {node._target_}: {cause or exc}") from None
+    want = "fuse" if key == "retriever.fusion" else "index"
+    if not callable(getattr(built, want, None)):  # `_target_: builtins.dict` builds, and measures nothing
+        raise InputError(
+            f"{key}._target_: {node._target_} built a {type(built).__name__}, which has no {want}() method; "
+            f"name a {'fusion' if want == 'fuse' else 'retriever'} class (docs/interface.md §2)"
+        )
+    return built
 
 
 def build_retriever(name: str, node: DictConfig) -> RetrieverSettings:
@@ -184,6 +215,13 @@ def settings_from_cfg(
         )
     if metrics.primary is not None and metrics.primary not in metric_names(metrics.ks):
         problems.append(f"metrics.primary: {metrics.primary!r} is not one of {', '.join(metric_names(metrics.ks))}")
+    faults = _to_object(cfg.faults, FaultSettings, "faults")
+    problems += [
+        f"faults.{name}: names no component of retriever={retriever.name} (its components: "
+        f"{', '.join(retriever.components)})"
+        for name in faults.drilled()
+        if name not in retriever.components
+    ]
     if problems:
         raise InputError(f"{len(problems)} problem(s) in the configuration", problems)
     data = build_data(cfg.data)
@@ -197,9 +235,10 @@ def settings_from_cfg(
         features=row_settings.features,
         metrics=metrics,
         gates=_to_object(cfg.gates, GateSettings, "gates"),
-        faults=_to_object(cfg.faults, FaultSettings, "faults"),
+        faults=faults,
         mlflow=_to_object(cfg.mlflow, MlflowSettings, "mlflow"),
         cache=_to_object(cfg.cache, CacheSettings, "cache"),
+        parallel=_to_object(cfg.parallel, ParallelSettings, "parallel"),
         parent_run_id=parent_run_id,
         swept=dict(swept or {}),
         config_yaml=OmegaConf.to_yaml(OmegaConf.create(logged)),

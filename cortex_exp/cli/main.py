@@ -21,7 +21,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from cortex_exp import interrupts
 from cortex_exp.cli.config import register
-from cortex_exp.errors import run_cli
+from cortex_exp.cli.trust import check_arguments
+from cortex_exp.errors import CortexError, quiet_stdout, report, run_cli
 from cortex_exp.logs import quiet_environment, quiet_progress_bars
 from cortex_exp.settings import CacheSettings
 
@@ -46,6 +47,7 @@ def _in_launch_dir() -> None:
 def _main(cfg: DictConfig) -> None:
     _state["task_started"] = True
     interrupts.install()  # also in a joblib worker, where `entry` did not run
+    quiet_stdout()
     interrupts.checkpoint("job.start")
     _in_launch_dir()
     _job_started()
@@ -79,11 +81,16 @@ def _job_started() -> None:
 
 
 def entry() -> None:
+    quiet_stdout()  # `python -m cortex_exp ... | head -1`: the run ends as it would, quietly
     os.environ.setdefault("HYDRA_FULL_ERROR", "0")
     quiet_environment()
     interrupts.install()
     from cortex_exp.cli.callbacks import end_open_parents
 
+    try:
+        check_arguments(sys.argv[1:])  # CORTEX_ALLOW_TARGET_OVERRIDES=false: before Hydra builds anything
+    except CortexError as exc:
+        sys.exit(report(exc))
     try:
         _main()
     except KeyboardInterrupt as exc:  # a signal outside a job: composing, between jobs, the multirun's end

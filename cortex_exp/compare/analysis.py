@@ -1,5 +1,20 @@
-"""The numbers of a paired comparison (docs/interface.md §7): per metric the mean paired
-difference B - A, its interval, p, wins/ties/losses, what the sample can detect, a verdict."""
+"""The numbers of a comparison (docs/interface.md §7): one baseline against one candidate or
+many, each candidate paired with the baseline by qid — per metric the mean paired difference
+B − A, its interval, p, wins/ties/losses, what the sample can detect, a verdict.
+
+`compare(base, candidates, options)` is the one analysis. The two-run comparison (`compare A
+B`) is the comparison of one candidate: its form `pair` keeps the documented two-run JSON and
+table, and corrects across its metrics only with `--holm`. The form `many` (`compare BASE C1
+C2 ...`, `--runs-from`) always corrects: m = candidates × metrics tests share the 5%. A
+corrected comparison draws every interval at the Bonferroni level 1 − 0.05/m (simultaneous,
+so a verdict — which follows the interval — is wrong anywhere in the table with probability at
+most 5%) and Holm-adjusts p across the m tests (ranx's and PyTerrier's multiple-comparison
+correction; Holm 1979). With `--condensed` the condensed view is a family of its own,
+corrected the same way.
+
+What must be said before any number is a list of findings per candidate (`compare.pairing`):
+the JSON's `warnings` are their messages and `decides` is `findings.decides` of them.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +22,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cortex_exp import findings as found
 from cortex_exp.compare import stats
 from cortex_exp.compare.judged import condensed_fields, judged_view
+from cortex_exp.compare.options import CompareOptions
 from cortex_exp.compare.pairing import (
     choose_metrics,
     cluster_labels,
@@ -18,83 +35,200 @@ from cortex_exp.compare.pairing import (
     status_warnings,
 )
 from cortex_exp.errors import InputError
+from cortex_exp.findings import Finding
 from cortex_exp.metrics import higher_is_better
 from cortex_exp.progress import bar
 
-
-def interval_for(
-    d: np.ndarray, ci: str, groups, seed: int, kind: str, level: float = 0.95, done=None
-) -> stats.Interval:
-    """The interval of mean(d); `done(k)` is told of resamples drawn (a progress bar)."""
-    if ci == "t":
-        return stats.t_interval(d, level)
-    rng = np.random.default_rng(seed)  # a fresh generator per metric: same draws whatever --metric says
-    if ci == "cluster":
-        boot = stats.cluster_bootstrap_means(d, groups, rng)
-        if done is not None:
-            done(len(boot))
-    else:
-        boot = stats.bootstrap_means(d, rng, done=done)
-    return stats.bca_interval(d, boot, level) if kind == "bca" else stats.percentile_interval(d, boot, level)
+FORMS = ("pair", "many")
+CORRECTION = "holm"
+VIEWS = ("metrics", "condensed")  # the normal view, and with --condensed the condensed one
 
 
 @dataclass
 class Pair:
-    """One baseline against one candidate: the docs/interface.md §7 result (with `--condensed`,
-    its `condensed` view too), the per-query differences of each metric, and the judged share."""
+    """The baseline against one candidate: the docs/interface.md §7 object (with `--condensed`,
+    its `condensed` view too), the per-query differences of each metric, the judged share, the
+    findings behind `warnings` and `decides`, and each view's p before any correction."""
 
+    candidate: object
     result: dict
     diffs: dict[str, np.ndarray]
+    findings: list[Finding]
     judged: dict | None = None
-    raw_p: dict[str, dict[str, float]] = field(default_factory=dict)  # view -> metric -> p before Holm
+    raw_p: dict[str, dict[str, float]] = field(default_factory=dict)  # view -> metric -> p
+
+    @property
+    def decides(self) -> bool:
+        return self.result["decides"]
 
 
-def compare_runs(a, b, opts) -> tuple[dict, dict[str, np.ndarray]]:
-    """The docs/interface.md §7 result and the per-query differences of each metric."""
-    pair = compare_pair(a, b, opts)
-    return pair.result, pair.diffs
+@dataclass
+class Comparison:
+    """One baseline against its candidates, analysed; `to_dict()` is what `--json` prints."""
+
+    base: object
+    candidates: list
+    pairs: list[Pair]
+    names: list[str]
+    options: CompareOptions
+    form: str = "pair"
+    decided: object = None  # with --plan: the decisions (`compare.decide.Decided`)
+
+    @property
+    def corrected(self) -> bool:
+        """Whether the tests share the 5%: always across many candidates, with `--holm` for two runs."""
+        return self.form == "many" or self.options.holm
+
+    @property
+    def family(self) -> int:
+        """How many tests share the 5%: candidates × metrics when corrected, else 1."""
+        return len(self.candidates) * len(self.names) if self.corrected else 1
+
+    @property
+    def level(self) -> float:
+        return 1 - 0.05 / self.family
+
+    @property
+    def decides(self) -> bool:
+        return all(p.decides for p in self.pairs)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for p in self.pairs for f in p.findings]
+
+    def to_dict(self) -> dict:
+        """The docs/interface.md §7 JSON: the two-run object (form `pair`), or `{"baseline",
+        "candidates": [the §7 object of BASE vs Ci, ...], "correction"}` (form `many`)."""
+        if self.form == "pair":
+            return self.pairs[0].result
+        return {"baseline": self.base.run_id, "candidates": [p.result for p in self.pairs], "correction": CORRECTION}
+
+    def to_frame(self, view: str = "metrics"):
+        """One row per candidate and metric: the run ids, the metric, and every figure of its
+        §7 object (`effect` and `detectable` flattened to `effect_scale`, ..., `detectable_value`),
+        unrounded; `view="condensed"`: the condensed view (`--condensed`)."""
+        import pandas as pd  # here only: compare's command line does not pay for pandas
+
+        if view not in VIEWS:
+            raise InputError(f"to_frame(view={view!r}): expected one of {', '.join(VIEWS)}")
+        if view == "condensed" and not self.options.condensed:
+            raise InputError("to_frame(view='condensed'): compare with condensed=True to have that view")
+        rows = []
+        for p in self.pairs:
+            metrics = p.result["metrics"] if view == "metrics" else p.result["condensed"]["metrics"]
+            for name, m in metrics.items():
+                rows.append({"run_a": p.result["run_a"], "run_b": p.result["run_b"], "metric": name, **flat(m)})
+        return pd.DataFrame(rows)
 
 
-def compare_pair(a, b, opts, names: list[str] | None = None, family: int | None = None) -> Pair:
-    """B against A. `names`: the metrics (default: `--metric`, else all of §4 both runs carry).
-    `family`: how many tests share the 5% (the intervals are at the Bonferroni level 1 - 0.05 /
-    family, and p is Holm-adjusted here only when `family` is None and `--holm` is given: a
-    comparison of many candidates adjusts across all of them, `compare.many`)."""
-    rows_a, rows_b = index_rows(a), index_rows(b)
-    qids, warnings = pair_queries(a, b, rows_a, rows_b, opts.shared_queries)
-    if len(qids) < 2:
-        raise InputError(
-            f"only {len(qids)} paired queries between run {a.label} and run {b.label}; "
-            "a paired comparison needs at least 2 queries both runs scored"
-        )
-    fp = fingerprint_warning(a, b, rows_a, rows_b, qids)
-    status, ok = status_warnings(a, b)
-    judged, unjudged = judged_view(a, b, rows_a, rows_b, qids, opts.max_judged_drop)
-    warnings += ([fp] if fp else []) + status + ([unjudged] if unjudged else [])
-    ci, groups = opts.ci, None
-    if ci == "cluster":
-        groups, note = cluster_labels(rows_a, qids)
-        warnings += [note] if note else []
-        ci = "cluster" if groups is not None else "bootstrap"
-    names = names or choose_metrics(rows_a, rows_b, qids, opts.metric)
-    unknown = opts.effects.unknown(names)
+def flat(m: dict) -> dict:
+    """A metric's §7 object with its nested objects spread: `effect.scale` -> `effect_scale`."""
+    out = {}
+    for key, value in m.items():
+        if isinstance(value, dict):
+            out.update({f"{key}_{k}": v for k, v in value.items()})
+        else:
+            out[key] = value
+    return out
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A candidate paired with the baseline: the paired qids and the pairing's findings."""
+
+    candidate: object
+    rows: dict
+    qids: list[str]
+    findings: list[Finding]
+
+
+def compare(base, candidates: list, options: CompareOptions, form: str | None = None) -> Comparison:
+    """Every candidate against `base`. `form`: `pair` (the two-run form: one candidate) or
+    `many`; default `pair` for one candidate."""
+    form = form or ("pair" if len(candidates) == 1 else "many")
+    if form not in FORMS or (form == "pair" and len(candidates) != 1):
+        raise InputError(f"compare: form {form!r} with {len(candidates)} candidates")
+    check_candidates(candidates)
+    rows_base = index_rows(base)
+    paired = [pair(base, c, rows_base, options) for c in candidates]
+    names = common_metrics(rows_base, paired, options)
+    unknown = options.effects.unknown(names)
     if unknown:
         raise InputError(f"--effect {', '.join(unknown)}=...: not a compared metric; compared: {', '.join(names)}")
-    # --holm: every interval at the Bonferroni level 1 - 0.05/m (simultaneous), so that the
-    # verdict still follows the interval alone; p_value is reported Holm-adjusted.
-    adjust = family is None and opts.holm
-    family = family if family is not None else (len(names) if opts.holm else 1)
-    sample = Sample(rows_a, rows_b, qids, ci, groups, 1 - 0.05 / family)
-    metrics, diffs = analyse_all(sample, names, names, opts)
-    decides = ok and not warnings_block(warnings) and a.tag("golden_id") == b.tag("golden_id")
-    result = _as_json(a, b, qids, metrics, warnings, decides, ci, opts, adjust)
+    comparison = Comparison(base, candidates, [], names, options, form)
+    comparison.pairs = [analyse_pair(base, rows_base, p, comparison) for p in paired]
+    if comparison.corrected:
+        for view in VIEWS if options.condensed else VIEWS[:1]:
+            adjust(comparison.pairs, view)
+    return comparison
+
+
+def check_candidates(candidates: list) -> None:
+    if not candidates:
+        raise InputError("compare: no candidate to compare with the baseline")
+    seen = set()
+    for c in candidates:
+        if c.run_id in seen:
+            raise InputError(f"compare: candidate {c.label} is given twice; each candidate once")
+        seen.add(c.run_id)
+
+
+def pair(base, candidate, rows_base: dict, options: CompareOptions) -> Paired:
+    """Pair by qid; fewer than 2 paired queries is exit 2."""
+    rows = index_rows(candidate)
+    qids, findings = pair_queries(base, candidate, rows_base, rows, options.shared_queries)
+    if len(qids) < 2:
+        raise InputError(
+            f"only {len(qids)} paired queries between run {base.label} and run {candidate.label}; "
+            "a paired comparison needs at least 2 queries both runs scored"
+        )
+    return Paired(candidate, rows, qids, findings)
+
+
+def common_metrics(rows_base: dict, paired: list[Paired], options: CompareOptions) -> list[str]:
+    """The metrics every candidate is compared on (`--metric`, else all of §4 every pair
+    carries), in the listing order."""
+    chosen = None
+    for p in paired:
+        names = choose_metrics(rows_base, p.rows, p.qids, options.metric_list)
+        chosen = names if chosen is None else [n for n in chosen if n in names]
+    if not chosen:
+        raise InputError("compare: no metric that every candidate and the baseline carry in per_query.jsonl")
+    return chosen
+
+
+def analyse_pair(base, rows_base: dict, p: Paired, comparison: Comparison) -> Pair:
+    """One candidate's figures at the comparison's level (p corrected afterwards, `adjust`)."""
+    options, b = comparison.options, p.candidate
+    findings = list(p.findings)
+    fp = fingerprint_warning(base, b, rows_base, p.rows, p.qids)
+    judged, unjudged = judged_view(base, b, rows_base, p.rows, p.qids, options.max_judged_drop)
+    findings += ([fp] if fp else []) + status_warnings(base, b) + ([unjudged] if unjudged else [])
+    ci, groups = options.ci, None
+    if ci == "cluster":
+        groups, note = cluster_labels(rows_base, p.qids)
+        findings += [note] if note else []
+        ci = "cluster" if groups is not None else "bootstrap"
+    sample = Sample(rows_base, p.rows, p.qids, ci, groups, comparison.level)
+    names = comparison.names
+    metrics, diffs = analyse_all(sample, names, names, options)
+    result = {
+        "run_a": base.run_id,
+        "run_b": b.run_id,
+        "n_queries": len(p.qids),
+        "decides": found.decides(findings),
+        "warnings": [f.message for f in findings],
+        "ci": ci,
+        "seed": None if ci == "t" else options.seed,
+        "metrics": metrics_json(metrics),
+    }
     raw_p = {"metrics": {n: m.interval.p_value for n, m in metrics.items()}}
-    if opts.condensed:
-        fields = condensed_fields(a, b, rows_a, rows_b, qids, names)
-        condensed, _ = analyse_all(sample, names, fields, opts)
-        result["condensed"] = {"judged": judged, "metrics": _metrics_json(condensed, adjust)}
+    if options.condensed:
+        fields = condensed_fields(base, b, rows_base, p.rows, p.qids, names)
+        condensed, _ = analyse_all(sample, names, fields, options)
+        result["condensed"] = {"judged": judged, "metrics": metrics_json(condensed)}
         raw_p["condensed"] = {n: m.interval.p_value for n, m in condensed.items()}
-    return Pair(result, diffs, judged, raw_p)
+    return Pair(b, result, diffs, findings, judged, raw_p)
 
 
 @dataclass(frozen=True)
@@ -109,34 +243,33 @@ class Sample:
     level: float
 
 
-def analyse_all(sample: Sample, names: list[str], fields: list[str], opts):
+def analyse_all(sample: Sample, names: list[str], fields: list[str], options: CompareOptions):
     """Each metric `names[i]`, read from the per-query field `fields[i]` (the metric itself, or
     its condensed view), analysed at the sample's level; the results and differences by name."""
     metrics, diffs = {}, {}
-    with bar(len(names) * stats.N_BOOT, "bootstrap", "resample", enabled=sample.ci != "t") as resampled:
+    resamples = stats.INTERVALS[sample.ci][1]
+    with bar(len(names) * stats.N_BOOT, "bootstrap", "resample", enabled=resamples) as resampled:
         for name, key in zip(names, fields, strict=True):
             va = [float(sample.rows_a[q][key]) for q in sample.qids]
             vb = [float(sample.rows_b[q][key]) for q in sample.qids]
             d = stats.paired_differences(va, vb)
-            interval = interval_for(
-                d, sample.ci, sample.groups, opts.seed, opts.bootstrap_kind, sample.level, resampled.update
-            )
+            draw = stats.Draw(sample.groups, options.seed, options.bootstrap_kind, sample.level, resampled.update)
             metrics[name] = stats.analyse(
-                va, vb, higher_is_better=higher_is_better(name), interval=interval, effect=opts.effects.of(name)
+                va,
+                vb,
+                higher_is_better=higher_is_better(name),
+                interval=stats.interval(d, sample.ci, draw),
+                effect=options.effects.of(name),
+                min_effect=options.margin,
             )
             diffs[name] = d
     return metrics, diffs
 
 
-def warnings_block(warnings: list[str]) -> bool:
-    return any(w.startswith("WARNING: GOLDEN SETS DIFFER") for w in warnings)
-
-
-def _metrics_json(metrics: dict, adjust: bool) -> dict:
-    p_values = [m.interval.p_value for m in metrics.values()]
-    adjusted = stats.holm(p_values) if adjust else [None] * len(p_values)
+def metrics_json(metrics: dict[str, stats.MetricResult]) -> dict:
+    """The §7 object of each metric, p as drawn (`adjust` corrects it)."""
     out = {}
-    for (name, m), p_adj in zip(metrics.items(), adjusted):
+    for name, m in metrics.items():
         iv = m.interval
         out[name] = {
             "mean_a": m.mean_a,
@@ -145,7 +278,7 @@ def _metrics_json(metrics: dict, adjust: bool) -> dict:
             "ci_low": iv.low,
             "ci_high": iv.high,
             "half_width": iv.half_width,
-            "p_value": iv.p_value if p_adj is None else p_adj,
+            "p_value": iv.p_value,
             "wins": m.wins,
             "ties": m.ties,
             "losses": m.losses,
@@ -155,20 +288,18 @@ def _metrics_json(metrics: dict, adjust: bool) -> dict:
             "effect": m.effect.as_dict(),
             "detectable": {"size": m.effect.on_scale(m.detectable), "value": m.detectable},
         }
+        if m.margin is not None:  # --min-effect: what `equivalent` was judged against
+            out[name]["min_effect"] = m.margin.as_dict()
     return out
 
 
-def _as_json(a, b, qids, metrics, warnings, decides, ci, opts, adjust: bool) -> dict:
-    return {
-        "run_a": a.run_id,
-        "run_b": b.run_id,
-        "n_queries": len(qids),
-        "decides": bool(decides),
-        "warnings": warnings,
-        "ci": ci,
-        "seed": None if ci == "t" else opts.seed,
-        "metrics": _metrics_json(metrics, adjust),
-    }
+def _view(p: Pair, view: str) -> dict:
+    return p.result["metrics"] if view == "metrics" else p.result["condensed"]["metrics"]
 
 
-# --- outputs ---------------------------------------------------------------------------------
+def adjust(pairs: list[Pair], view: str) -> None:
+    """Holm across every (candidate, metric) test of one view; each result's p_value replaced."""
+    keys = [(i, name) for i, p in enumerate(pairs) for name in p.raw_p[view]]
+    adjusted = stats.holm([pairs[i].raw_p[view][name] for i, name in keys])
+    for (i, name), p_adj in zip(keys, adjusted, strict=True):
+        _view(pairs[i], view)[name]["p_value"] = p_adj

@@ -4,9 +4,11 @@ B is the candidate, A the baseline; every difference is B − A, paired by qid. 
 first (stderr, and in the JSON); `decides` is true only for core against core on the same
 golden set, neither degraded nor stale-overridden. `BASE C1 C2 ...` (or `BASE --runs-from
 PARENT`) compares many candidates against one baseline at once, corrected across all of them
-(`compare.many`). `--sweep PARENT_RUN` instead reads a fusion-weight sweep and reports its best
-weight beside a cross-validated estimate. Unless `--no-log`, each leaves its result in MLflow,
-findable from the runs (`compare.record`, `compare.many_record`).
+— the same analysis (`compare.analysis`), report and record, of many candidates instead of one.
+`--sweep PARENT_RUN` instead reads a fusion-weight sweep and reports its best weight beside a
+cross-validated estimate. Unless `--no-log`, each leaves its result in MLflow, findable from the
+runs (`compare.record`). The flags parse once into a `CompareOptions` (`compare.options`), the
+value the Python API (`cortex_exp.api`) builds from keywords.
 """
 
 from __future__ import annotations
@@ -15,20 +17,19 @@ import argparse
 import gc
 import json
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
 from cortex_exp import interrupts
-from cortex_exp.compare.analysis import compare_pair
-from cortex_exp.compare.effect import Effects
-from cortex_exp.compare.judged import DEFAULT_MAX_DROP, max_drop
-from cortex_exp.errors import InputError, run_cli
+from cortex_exp.compare.judged import max_drop
+from cortex_exp.compare.options import BOOTSTRAP_KINDS, CI_KINDS, CompareOptions
+from cortex_exp.errors import InputError, quiet_stdout, run_cli
 from cortex_exp.logs import configure as configure_logging
-from cortex_exp.metrics import higher_is_better
+from cortex_exp.metrics import higher_is_better, primary_name
+from cortex_exp.settings import MetricSettings
 from cortex_exp.tables import WIDTH
 
-CI_KINDS = ("t", "bootstrap", "cluster")
+DEFAULTS = CompareOptions()  # the defaults, in one place: the options value's
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,10 +38,17 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m cortex_exp.compare", description=__doc__.split("\n\n")[0])
+    """The flags, one per `CompareOptions` field (dest = the field's name); a flag not given is
+    absent from the namespace, so the value's own default applies."""
+    p = _Parser(
+        prog="python -m cortex_exp.compare",
+        description=__doc__.split("\n\n")[0],
+        argument_default=argparse.SUPPRESS,
+    )
     p.add_argument(
         "runs",
         nargs="*",
+        default=[],
         metavar="RUN",
         help="RUN_A RUN_B, or BASE C1 C2 ... (many candidates): run id, NAME or latest:NAME",
     )
@@ -50,10 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="the candidates are the FINISHED child runs of this multirun (BASE is the one RUN given)",
     )
     p.add_argument("--json", action="store_true", help="print the docs/interface.md §7 JSON only")
-    p.add_argument("--metric", action="append", help="metric to compare (repeatable; default: all)")
-    p.add_argument("--ci", choices=CI_KINDS, default="t", help="interval kind (default t)")
-    p.add_argument("--bootstrap-kind", choices=("percentile", "bca"), default="percentile")
-    p.add_argument("--seed", type=int, default=0, help="seed of every resampling (default 0)")
+    p.add_argument("--metric", dest="metrics", action="append", help="metric to compare (repeatable; default: all)")
+    p.add_argument("--ci", choices=CI_KINDS, help=f"interval kind (default {DEFAULTS.ci})")
+    p.add_argument("--bootstrap-kind", choices=BOOTSTRAP_KINDS, help=f"(default {DEFAULTS.bootstrap_kind})")
+    p.add_argument("--seed", type=int, help=f"seed of every resampling (default {DEFAULTS.seed})")
     p.add_argument(
         "--holm",
         action="store_true",
@@ -64,9 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-judged-drop",
         type=max_drop,
-        default=DEFAULT_MAX_DROP,
         metavar="SHARE",
-        help="WARNING: UNJUDGED when B's judged share at the smallest K is below A's by more than this (default 0.10)",
+        help="WARNING: UNJUDGED when B's judged share at the smallest K is below A's by more than this "
+        f"(default {DEFAULTS.max_judged_drop:.2f})",
     )
     p.add_argument(
         "--condensed",
@@ -81,38 +89,47 @@ def build_parser() -> argparse.ArgumentParser:
         "default), 0.2sd (standard deviations of the differences) or 0.02 (the metric's units); "
         "METRIC=SIZE for one metric (repeatable)",
     )
+    p.add_argument(
+        "--min-effect",
+        metavar="SIZE",
+        help="the verdict `equivalent` for a metric whose interval lies inside ±SIZE (5%%, 0.2sd or 0.02)",
+    )
+    p.add_argument("--plan", metavar="PLAN_ID", help="decide each candidate from this plan (plan create)")
+    p.add_argument(
+        "--max-decisions",
+        type=int,
+        metavar="N",
+        help=f"WARNING: GOLDEN SET REUSED past N decisions on one golden set (gates.max_decisions, default "
+        f"{DEFAULTS.max_decisions})",
+    )
     p.add_argument("--verbose", action="store_true", help="other libraries' log lines too (MLflow's, ...)")
     p.add_argument("--tracking-uri", help="default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db")
     p.add_argument("--experiment", help="where run names are looked up (default cortex_exp, else all)")
     p.add_argument("--no-log", action="store_true", help="do not log the comparison to MLflow")
     p.add_argument("--out", type=Path, help="also keep report.md and diffs.png in this folder")
     p.add_argument("--sweep", metavar="PARENT_RUN", help="analyse a fusion-weight sweep instead")
-    p.set_defaults(effects=Effects())  # what `--effect` parses into (`_main`); the default without it
     return p
 
 
-def run_compare(opts, uri: str) -> None:
-    from cortex_exp.compare.report import format_table, write_report
-    from cortex_exp.tracking.fetch import connect, fetch_run
+def parse_options(argv: list[str] | None) -> tuple[list[str], CompareOptions]:
+    """The command line as compare uses it: the runs named, and every flag as one options value."""
+    given = vars(build_parser().parse_args(argv))
+    runs = given.pop("runs")
+    return runs, CompareOptions(**given)
 
-    client = connect(uri)
-    a, b = (fetch_run(client, s, opts.experiment) for s in opts.runs)
-    pair = compare_pair(a, b, opts)
-    result = pair.result
-    for w in result["warnings"]:
-        print(w, file=sys.stderr)
-    labels = {"a": a.label, "b": b.label, "holm": "yes" if opts.holm else ""}
-    text = json.dumps(result, allow_nan=False) if opts.json else format_table(result, labels, pair.judged)
+
+def run_comparison(runs: list[str], opts: CompareOptions, uri: str, form: str) -> None:
+    """Two runs (form `pair`) or many candidates: analyse, print, keep."""
+    from cortex_exp.compare.record import keep
+    from cortex_exp.compare.report import format_text
+    from cortex_exp.compare.session import analyse
+
+    comparison = analyse(uri, runs, opts, form)
+    text = json.dumps(comparison.to_dict(), allow_nan=False) if opts.json else format_text(comparison)
     print(text, flush=True)
-    if opts.no_log and not opts.out:
-        return
-    with tempfile.TemporaryDirectory(prefix="cortex_compare_") as tmp:
-        files = write_report(result, pair.diffs, labels, opts.out or Path(tmp), pair.judged)
-        if not opts.no_log:
-            from cortex_exp.compare.record import log_comparison
-
-            run_id = log_comparison(uri, a, b, result, opts, files, pair.judged)
-            print(f"comparison_run_id: {run_id}", file=sys.stderr if opts.json else sys.stdout)
+    run_id = keep(comparison, uri)
+    if run_id is not None:
+        print(f"comparison_run_id: {run_id}", file=sys.stderr if opts.json else sys.stdout)
 
 
 def sweep_primary(children) -> str:
@@ -121,10 +138,9 @@ def sweep_primary(children) -> str:
     if params.get("metrics.primary") not in (None, "", "None"):
         return params["metrics.primary"]
     try:
-        ks = json.loads(params.get("metrics.ks", "[24]"))
-        return f"recall_at_{max(ks)}"
+        return primary_name(json.loads(params.get("metrics.ks", "[24]")))
     except (ValueError, TypeError):
-        return "recall_at_24"
+        return MetricSettings().primary_metric
 
 
 def run_sweep(opts, uri: str) -> None:
@@ -133,7 +149,7 @@ def run_sweep(opts, uri: str) -> None:
 
     parent, children = fetch_sweep(connect(uri), opts.sweep, opts.experiment)
     param = swept_param(parent.params.get("sweep.param", ""))
-    per_weight, run_ids = sweep_scores(children, param, opts.metric or [sweep_primary(children)])
+    per_weight, run_ids = sweep_scores(children, param, list(opts.metrics) or [sweep_primary(children)])
     projects = {r["qid"]: r.get("project") for c in children for r in c.per_query}
     warnings = [f"WARNING: SWEEP QUERIES DIFFER: {s}" for s in qid_mismatch(children)]
     for w in warnings:
@@ -156,51 +172,41 @@ def run_sweep(opts, uri: str) -> None:
         print(f"logged to the sweep's parent run {parent.run_id}", file=sys.stderr)
 
 
-def parse_options(argv: list[str] | None) -> argparse.Namespace:
-    """The command line as compare uses it: parsed, with `--effect` read into `opts.effects`."""
-    opts = build_parser().parse_args(argv)
-    opts.effects = Effects.parse(opts.effect)
-    return opts
-
-
 def _main(argv: list[str] | None) -> None:
     from cortex_exp.tracking import resolve_uri
 
-    opts = parse_options(argv)
+    runs, opts = parse_options(argv)
     configure_logging(verbose=opts.verbose)
     uri = resolve_uri(opts.tracking_uri)
-    form(opts)(opts, uri)
-
-
-def form(opts):
-    """Which comparison the arguments ask for: a sweep, many candidates, or two runs."""
-    if opts.sweep and (opts.runs or opts.runs_from):
-        raise InputError("compare: give either runs or --sweep PARENT_RUN, not both")
+    if opts.sweep and (runs or opts.runs_from):
+        what = "--runs-from" if opts.runs_from else "runs"
+        raise InputError(f"compare: give either {what} or --sweep PARENT_RUN, not both")
     if opts.sweep:
-        return run_sweep
+        run_sweep(opts, uri)
+    else:
+        run_comparison(runs, opts, uri, form(runs, opts))
+
+
+def form(runs: list[str], opts: CompareOptions) -> str:
+    """Which comparison the arguments ask for: two runs (`pair`) or many candidates (`many`)."""
     if opts.runs_from:
-        if len(opts.runs) != 1:
+        if len(runs) != 1:
             raise InputError(
-                f"compare --runs-from: expected the baseline BASE as the one run, got {len(opts.runs)}: "
-                f"{' '.join(opts.runs) or 'none'}"
+                f"compare --runs-from: expected the baseline BASE as the one run, got {len(runs)}: "
+                f"{' '.join(runs) or 'none'}"
             )
-        return run_many
-    if len(opts.runs) > 2:
-        return run_many
-    if len(opts.runs) != 2:
+        return "many"
+    if len(runs) > 2:
+        return "many"
+    if len(runs) != 2:
         raise InputError(
-            f"compare: expected two runs RUN_A RUN_B (or BASE C1 C2 ...), got {len(opts.runs)}: {' '.join(opts.runs)}"
+            f"compare: expected two runs RUN_A RUN_B (or BASE C1 C2 ...), got {len(runs)}: {' '.join(runs)}"
         )
-    return run_compare
-
-
-def run_many(opts, uri: str) -> None:
-    from cortex_exp.compare.many_cli import run_many as many
-
-    many(opts, uri)
+    return "pair"
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_stdout()
     try:
         return run_cli(lambda: _main(argv))
     except SystemExit as exc:  # --help

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 
+from cortex_exp.compare.pairing import warning
 from cortex_exp.errors import InputError
 from cortex_exp.metrics import CONDENSED
 
@@ -30,8 +31,8 @@ def smallest_judged_k(rows: list[dict]) -> int | None:
 
 
 def judged_view(a, b, rows_a: dict, rows_b: dict, qids: list[str], max_drop: float):
-    """({"k", "mean_a", "mean_b", "drop", "max_drop"} or None, the UNJUDGED warning or None),
-    over the paired queries."""
+    """({"k", "mean_a", "mean_b", "drop", "max_drop"} or None, the UNJUDGED finding or None, which
+    does not by itself stop a decision), over the paired queries."""
     k = smallest_judged_k([rows_a[q] for q in qids] + [rows_b[q] for q in qids])
     if k is None:
         return None, None
@@ -41,7 +42,11 @@ def judged_view(a, b, rows_a: dict, rows_b: dict, qids: list[str], max_drop: flo
     view = {"k": k, "mean_a": mean_a, "mean_b": mean_b, "drop": mean_a - mean_b, "max_drop": max_drop}
     if mean_a - mean_b <= max_drop:
         return view, None
-    return view, (
+    return view, warning("unjudged", _unjudged_message(a, b, k, mean_a, mean_b, max_drop), blocks=False, **view)
+
+
+def _unjudged_message(a, b, k: int, mean_a: float, mean_b: float, max_drop: float) -> str:
+    return (
         f"WARNING: UNJUDGED: run B {b.label} has judged@{k} {mean_b:.3f} against run A's {mean_a:.3f} "
         f"(a drop of {mean_a - mean_b:.3f}, more than --max-judged-drop {max_drop:g}): B puts documents "
         f"this golden set never judged into its top {k}, which count as not relevant whatever they are, "

@@ -1,10 +1,14 @@
 """What a comparison leaves in MLflow, findable from the runs it compared (docs/interface.md §6).
 
-- `compare A B` logs a run `kind=comparison` in the experiment of run B (the benchmark runs'
-  experiment): tags `run_a`, `run_b` (+ `_name`), `comparison_decides` (not `decides`, which
-  marks the benchmark runs that may decide) and `verdict.<metric>`; the verdicts again as params
-  beside the options; the numbers as metrics; a description linking both runs. Both runs get a
-  tag `compared_in.<comparison run id>` and a line in their description linking back.
+- `compare A B` (and `BASE C1 C2 ...`) logs ONE run `kind=comparison` (`log_comparison`, both
+  forms): the two-run form in the experiment of run B (the benchmark runs' experiment), with
+  tags `run_a`, `run_b` (+ `_name`), `comparison_decides` (not `decides`, which marks the
+  benchmark runs that may decide) and `verdict.<metric>`; the verdicts again as params beside
+  the options; the numbers as metrics; a description linking both runs. The form `many` uses
+  the same conventions numbered per candidate `i` (`candidate.<i>`, `verdict.<i>.<metric>`,
+  metrics `c<i>.diff_<metric>`, ...), with `comparison_form=many`, `correction=holm`. Every
+  compared run gets a tag `compared_in.<comparison run id>` and a line in its description
+  linking back.
 - `compare --sweep PARENT` logs its result on the sweep's parent run: per metric the metrics
   `sweep_cv.<metric>.best_weight`, `.in_sample`, `.cv_estimate`, `.optimism`, the artifacts
   `sweep_cv.json` and `sweep_cv.png`, and a line in its description.
@@ -16,6 +20,8 @@ import tempfile
 from pathlib import Path
 
 from cortex_exp import tracking
+from cortex_exp.compare.analysis import CORRECTION, Comparison
+from cortex_exp.compare.report import candidate_names, write_report
 from cortex_exp.metrics import CONDENSED
 
 
@@ -69,46 +75,124 @@ def comparison_values(result: dict, judged: dict | None = None) -> dict[str, flo
     return values
 
 
-def verdict_tags(result: dict) -> dict[str, str]:
-    """`verdict.<metric>` of each metric, and `verdict.condensed_<metric>` with `--condensed`."""
-    tags = {f"verdict.{m}": r["verdict"] for m, r in result["metrics"].items()}
+def verdict_tags(result: dict, prefix: str = "verdict.") -> dict[str, str]:
+    """`verdict.<metric>` of each metric, and `verdict.condensed_<metric>` with `--condensed`
+    (`prefix` `verdict.<i>.` for candidate i of many)."""
+    tags = {f"{prefix}{m}": r["verdict"] for m, r in result["metrics"].items()}
     for m, r in result.get("condensed", {}).get("metrics", {}).items():
-        tags[f"verdict.{CONDENSED}{m}"] = r["verdict"]
+        tags[f"{prefix}{CONDENSED}{m}"] = r["verdict"]
     return tags
 
 
-def log_comparison(uri: str, a, b, result: dict, opts, files: list[Path], judged: dict | None = None) -> str:
-    """The comparison run; both compared runs get a tag and a description line pointing to it."""
-    verdicts = verdict_tags(result)
+def _record(comparison: Comparison) -> tuple[str, dict, dict, dict]:
+    """(run name, tags, params, metrics) of the comparison run, by form."""
+    base, opts = comparison.base, comparison.options
+    if comparison.form == "pair":
+        (p,) = comparison.pairs
+        result, b = p.result, p.candidate
+        verdicts = verdict_tags(result)
+        tags = {"run_b": b.run_id, "run_b_name": b.name, **verdicts}
+        tags[tracking.NOTE] = comparison_note(base, b, result, p.judged)
+        params = {"ci": result["ci"], "seed": result["seed"], "holm": opts.holm, "effect": list(opts.effect) or None}
+        params.update(shared_queries=opts.shared_queries, bootstrap_kind=opts.bootstrap_kind)
+        params.update(condensed=opts.condensed, max_judged_drop=opts.max_judged_drop)
+        params.update({**verdicts, "run_a": base.run_id, "run_b": b.run_id})
+        name = f"{base.name or base.run_id[:8]} vs {b.name or b.run_id[:8]}"
+        return name, tags, params, comparison_values(result, p.judged)
+    n = len(comparison.candidates)
+    tags = {"comparison_form": "many", "run_b_name": f"{n} candidates", "candidates": str(n)}
+    tags.update(correction=CORRECTION, **candidate_tags(comparison), **{tracking.NOTE: many_note(comparison)})
+    params = {"ci": comparison.pairs[0].result["ci"], "seed": opts.seed, "correction": CORRECTION}
+    params.update(effect=list(opts.effect) or None, shared_queries=opts.shared_queries)
+    params.update(bootstrap_kind=opts.bootstrap_kind, runs_from=opts.runs_from, condensed=opts.condensed)
+    params.update(max_judged_drop=opts.max_judged_drop, family=comparison.family, run_a=base.run_id)
+    values = {"family": comparison.family}
+    for i, p in enumerate(comparison.pairs, start=1):
+        values.update({f"c{i}.{k}": v for k, v in comparison_values(p.result, p.judged).items()})
+    return f"{base.name or base.run_id[:8]} vs {n} candidates", tags, params, values
+
+
+def candidate_tags(comparison: Comparison) -> dict[str, str]:
+    tags = {}
+    for i, p in enumerate(comparison.pairs, start=1):
+        c = p.candidate
+        tags.update({f"candidate.{i}": c.run_id, f"candidate.{i}.name": c.name})
+        tags[f"candidate.{i}.decides"] = str(p.decides).lower()
+        tags.update(verdict_tags(p.result, f"verdict.{i}."))
+    return tags
+
+
+def many_note(comparison: Comparison) -> str:
+    lines = [
+        f"**Comparison of {len(comparison.candidates)} candidates** against {link_to(comparison.base)} (A, "
+        f"baseline), Holm-corrected across {comparison.family} tests, intervals simultaneous at {comparison.level:.4f}."
+    ]
+    for name, p in zip(candidate_names(comparison), comparison.pairs):
+        verdicts = ", ".join(f"{m} {r['verdict']} ({r['diff']:+.4f})" for m, r in p.result["metrics"].items())
+        decides = "decides" if p.decides else "reference only"
+        lines.append(f"- {link_to(p.candidate)} ({name}): {decides}; {verdicts}.")
+    return "\n\n".join(lines)
+
+
+def log_comparison(uri: str, comparison: Comparison, files: list[Path]) -> str:
+    """The one comparison run of either form; every compared run gets a tag and a description
+    line pointing to it."""
+    base = comparison.base
+    name, own_tags, params, values = _record(comparison)
     tags = {
         "kind": "comparison",
-        "run_a": a.run_id,
-        "run_b": b.run_id,
-        "run_a_name": a.name,
-        "run_b_name": b.name,
-        "comparison_decides": str(result["decides"]).lower(),
-        "ci": result["ci"],
-        **verdicts,
-        tracking.NOTE: comparison_note(a, b, result, judged),
+        "run_a": base.run_id,
+        "run_a_name": base.name,
+        "comparison_decides": str(comparison.decides).lower(),
+        "ci": comparison.pairs[0].result["ci"],
+        **own_tags,
     }
-    options = {"ci": result["ci"], "seed": result["seed"], "holm": opts.holm, "effect": opts.effect}
-    options.update(shared_queries=opts.shared_queries, bootstrap_kind=opts.bootstrap_kind)
-    options.update(condensed=opts.condensed, max_judged_drop=opts.max_judged_drop)
-    name = f"{a.name or a.run_id[:8]} vs {b.name or b.run_id[:8]}"
-    experiment = tracking.experiment_name(uri, b.experiment_id)
+    decided = comparison.decided
+    if decided is not None:  # --plan: the decisions, findable by tag (compare.decide)
+        from cortex_exp.compare.decide import record_tags, record_values
+
+        tags.update(record_tags(decided, comparison.form))
+        values.update(record_values(decided, comparison.form))
+    home = comparison.candidates[0] if comparison.form == "pair" else base  # whose experiment holds it
+    experiment = tracking.experiment_name(uri, home.experiment_id)
     with tracking.open_run(
         uri, experiment, name, tags, spool_dir=tracking.spool_root(), entry="cortex_exp.compare"
     ) as log:
-        log.log_params({**options, **verdicts, "run_a": a.run_id, "run_b": b.run_id})
-        log.log_metrics(comparison_values(result, judged))
+        log.log_params(params)
+        log.log_metrics(values)
         for path in files:
             log.log_file(path)
         comparison_id = log.run_id
-    summary = "decides" if result["decides"] else "does not decide"
-    link = f"[{name}]({tracking.run_link(b.experiment_id, comparison_id)})"
-    tag_compared(uri, comparison_id, link, a, "A (baseline)", other_name(b), summary)
-    tag_compared(uri, comparison_id, link, b, "B (candidate)", other_name(a), summary)
+        link = f"[{name}]({tracking.run_link(home.experiment_id, comparison_id)})"
+        if comparison.form == "pair":
+            against, summary = other_name(comparison.candidates[0]), _summary(comparison.pairs[0])
+        else:
+            against, summary = f"{len(comparison.candidates)} candidates", ""
+        # inside the run: a failure here ends the comparison FAILED, never FINISHED half-linked
+        if decided is not None:
+            from cortex_exp.tracking.plans import link_decisions
+
+            link_decisions(
+                uri, decided.plan_run, comparison_id, link, dict(zip(candidate_names(comparison), decided.outcomes))
+            )
+        tag_compared(uri, comparison_id, link, base, "A (baseline)", against, summary)
+        for p in comparison.pairs:
+            tag_compared(uri, comparison_id, link, p.candidate, "B (candidate)", other_name(base), _summary(p))
     return comparison_id
+
+
+def _summary(p) -> str:
+    return "decides" if p.decides else "does not decide"
+
+
+def keep(comparison: Comparison, uri: str) -> str | None:
+    """The report in `--out` (if given) and, unless `--no-log`, the comparison run: its id."""
+    opts = comparison.options
+    if opts.no_log and not opts.out:
+        return None
+    with tempfile.TemporaryDirectory(prefix="cortex_compare_") as tmp:
+        files = write_report(comparison, opts.out or Path(tmp))
+        return None if opts.no_log else log_comparison(uri, comparison, files)
 
 
 def other_name(run) -> str:

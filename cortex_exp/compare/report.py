@@ -1,7 +1,11 @@
-"""How a comparison reads: the terminal table, the markdown report and the PNG plot.
+"""How a comparison reads: the terminal text, the markdown report, the plot — one path for both
+forms (`format_text`, `write_report`), from the analysed `Comparison` (`compare.analysis`).
 
-All three take the docs/interface.md §7 result dict (see `compare.compare_runs`); the plot also takes the
-per-query differences. Numbers are rounded for reading only — the JSON is never rounded.
+The two-run form (`pair`): a row per metric, what the sample can see, `decides`; the plot is
+each metric's sorted per-query differences. The form `many`: one table (candidates down,
+metrics across, the paired difference and its simultaneous interval in each cell), what each
+sample can detect, and a plot of each candidate's difference and interval, a panel per metric.
+Numbers are rounded for reading only — the JSON is never rounded.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cortex_exp.compare.analysis import Comparison
 from cortex_exp.tables import WIDTH, table
 
 COLUMNS = ("metric", "mean A", "mean B", "diff", "95% CI", "p", "W/T/L", "verdict")
@@ -201,13 +206,51 @@ def _pipe_table(headers: Sequence[str], rows: list[tuple[str, ...]]) -> list[str
     return lines + ["| " + " | ".join(r) + " |" for r in rows]
 
 
-def write_report(result: dict, diffs, labels, folder: Path, judged: dict | None = None) -> list[Path]:
+def pair_labels(comparison: Comparison) -> dict[str, str]:
+    """How the two-run form names its runs, and whether `--holm` corrected it."""
+    return {
+        "a": comparison.base.label,
+        "b": comparison.candidates[0].label,
+        "holm": "yes" if comparison.options.holm else "",
+    }
+
+
+def format_text(comparison: Comparison) -> str:
+    """What compare prints without `--json`, no line wider than 100 columns."""
+    if comparison.form == "many":
+        text = format_many(comparison)
+    else:
+        (p,) = comparison.pairs
+        text = format_table(p.result, pair_labels(comparison), p.judged)
+    return text + "".join(f"\n{line}" for line in _wrap(decision_lines(comparison)))
+
+
+def decision_lines(comparison: Comparison) -> list[str]:
+    """With `--plan`: each candidate's decision and why (`compare.decide`); else nothing."""
+    if comparison.decided is None:
+        return []
+    from cortex_exp.compare.decide import lines
+
+    return ["", *lines(comparison.decided, candidate_names(comparison))]
+
+
+def write_report(comparison: Comparison, folder: Path) -> list[Path]:
+    """`report.md`, the plot (`diffs.png`; `candidates.png` for many) and `compare.json` (the
+    `--json` object) in `folder`: what the comparison run keeps, and `--out`."""
     folder.mkdir(parents=True, exist_ok=True)
-    png = plot_differences(result, diffs, folder / "diffs.png")
+    if comparison.form == "many":
+        png = plot_candidates(comparison, folder / "candidates.png")
+        text = markdown_many(comparison, png.name)
+    else:
+        (p,) = comparison.pairs
+        png = plot_differences(p.result, p.diffs, folder / "diffs.png")
+        text = markdown_report(p.result, pair_labels(comparison), png.name, p.judged)
+    if comparison.decided is not None:
+        text += "\n## Decision\n\n" + "\n".join(f"    {line}" for line in decision_lines(comparison)[1:]) + "\n"
     md = folder / "report.md"
-    md.write_text(markdown_report(result, labels, png.name, judged), encoding="utf-8")
+    md.write_text(text, encoding="utf-8")
     data = folder / "compare.json"
-    data.write_text(json.dumps(result, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    data.write_text(json.dumps(comparison.to_dict(), indent=2, allow_nan=False) + "\n", encoding="utf-8")
     return [md, png, data]
 
 
@@ -249,3 +292,148 @@ def _panel(ax, name: str, m: dict, d: np.ndarray) -> None:
     ax.tick_params(axis="y", labelsize=7)
     ax.set_xlabel("queries, sorted by difference", fontsize=8)
     ax.legend(fontsize=7, loc="upper left")
+
+
+# --- many candidates ------------------------------------------------------------------------
+
+MARKS = {"better": " ▲", "worse": " ▼", "indistinguishable": "  ", "equivalent": " ="}
+LEGEND = (
+    "Each cell: B − A, the mean paired difference, and its simultaneous interval; ▲ better, ▼ worse "
+    "(in the metric's direction: noise, lower is better), no mark: the interval holds 0."
+)
+
+
+def candidate_names(many: Comparison) -> list[str]:
+    """A name per candidate: its run name, with the run id's start where two share a name."""
+    names = [c.name or c.run_id[:8] for c in many.candidates]
+    return [f"{n} ({c.run_id[:8]})" if names.count(n) > 1 else n for n, c in zip(names, many.candidates)]
+
+
+def cell(m: dict) -> str:
+    return f"{m['diff']:+.4f} [{m['ci_low']:+.4f}, {m['ci_high']:+.4f}]{MARKS[m['verdict']]}"
+
+
+def _judged_cell(pair) -> str:
+    j = pair.judged
+    return "" if j is None else f"{j['mean_b']:.3f} ({-j['drop']:+.3f})"
+
+
+def difference_table(many: Comparison, view: str = "metrics") -> str:
+    """Candidates down, metrics across (blocks of columns repeating the candidate, `decides` and
+    the paired queries when wider than 100 columns)."""
+    ks = {p.judged["k"] for p in many.pairs if p.judged is not None}
+    judged = [f"judged@{min(ks)}"] if ks and view == "metrics" else []
+    headers = ["candidate", "decides", "n", *judged, *many.names]
+    rows = []
+    for name, p in zip(candidate_names(many), many.pairs):
+        metrics = p.result["metrics"] if view == "metrics" else p.result["condensed"]["metrics"]
+        rows.append(
+            [name, "yes" if p.result["decides"] else "no", p.result["n_queries"]]
+            + ([_judged_cell(p)] if judged else [])
+            + [cell(metrics[n]) for n in many.names]
+        )
+    return table(headers, rows, keys=3)
+
+
+def detectable_table(many: Comparison) -> str:
+    """The smallest difference each candidate's sample detects with 80% power, per metric."""
+    rows = [
+        [name] + [p.result["metrics"][n]["detectable"]["value"] for n in many.names]
+        for name, p in zip(candidate_names(many), many.pairs)
+    ]
+    return table(["candidate", *many.names], rows)
+
+
+def many_header(many: Comparison) -> list[str]:
+    first = many.pairs[0].result
+    seed = "-" if first["seed"] is None else str(first["seed"])
+    judged = next((p.judged for p in many.pairs if p.judged is not None), None)
+    lines = [
+        f"A (baseline):  {many.base.label}",
+        f"B (candidates): {len(many.candidates)}, each paired with A by qid   interval: {first['ci']}   seed: {seed}",
+        f"correction: Holm across {len(many.candidates)} candidates × {len(many.names)} metrics = {many.family} "
+        f"tests (p adjusted); intervals simultaneous at the Bonferroni level {many.level:.4f}",
+    ]
+    if judged is not None:
+        lines.append(f"judged@{judged['k']} of A: {judged['mean_a']:.4f} (the column judged@K: B's, and B − A)")
+    return lines
+
+
+def _many_decides_line(many: Comparison) -> str:
+    n = sum(p.result["decides"] for p in many.pairs)
+    why = "core against core, same golden set, neither degraded"
+    rest = "" if n == len(many.pairs) else "; the others are reference only: see the warnings above"
+    return f"decides: {n} of {len(many.pairs)} candidates ({why}{rest})"
+
+
+def _condensed_changes(many: Comparison) -> list[str]:
+    return [f"{name}: {verdict_changes(p.result)}" for name, p in zip(candidate_names(many), many.pairs)]
+
+
+def format_many(many: Comparison) -> str:
+    """The terminal text, no line wider than 100 columns."""
+    out = [*_wrap(many_header(many)), "", *_wrap([LEGEND]), difference_table(many)]
+    if "condensed" in many.pairs[0].result:
+        out += ["", *_wrap([CONDENSED_INTRO]), difference_table(many, "condensed"), *_wrap(_condensed_changes(many))]
+    out += ["", "The smallest difference each sample detects with 80% power (paired t, two-sided 5%, uncorrected):"]
+    out += [detectable_table(many), "", *_wrap([_many_decides_line(many)])]
+    return "\n".join(out)
+
+
+def markdown_many(many: Comparison, plot_name: str) -> str:
+    out = ["# Many candidates against one baseline", "", *(f"- {h}" for h in many_header(many)), ""]
+    warnings = [(name, w) for name, p in zip(candidate_names(many), many.pairs) for w in p.result["warnings"]]
+    if warnings:
+        out += ["## Warnings", "", *(f"- {name}: `{w}`" for name, w in warnings), ""]
+    out += ["## Differences", "", LEGEND, "", "```", difference_table(many), "```", ""]
+    if "condensed" in many.pairs[0].result:
+        out += ["## Condensed view", "", CONDENSED_INTRO, "", "```", difference_table(many, "condensed"), "```"]
+        out += ["", *(f"- {line}" for line in _condensed_changes(many)), ""]
+    out += ["## What each sample can detect", "", "```", detectable_table(many), "```", ""]
+    out += [f"**{_many_decides_line(many)}**", "", f"![difference and interval per candidate]({plot_name})", ""]
+    return "\n".join(out)
+
+
+COLOURS = {"better": "tab:green", "worse": "tab:red", "indistinguishable": "tab:gray", "equivalent": "tab:blue"}
+
+
+def plot_candidates(many: Comparison, path: Path) -> Path:
+    """A panel per metric: each candidate's difference B − A and its simultaneous interval."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    names, n = candidate_names(many), len(many.candidates)
+    cols = 2 if len(many.names) > 1 else 1
+    rows = -(-len(many.names) // cols)
+    fig = Figure(figsize=(6.5 * cols, (0.9 + 0.35 * n) * rows + 0.6))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for ax, metric in zip(axes.flat, many.names):
+        for y, p in enumerate(many.pairs):
+            m = p.result["metrics"][metric]
+            colour = COLOURS[m["verdict"]]
+            ax.errorbar(
+                m["diff"],
+                y,
+                xerr=[[m["diff"] - m["ci_low"]], [m["ci_high"] - m["diff"]]],
+                fmt="o",
+                color=colour,
+                capsize=3,
+            )
+        ax.axvline(0.0, color="black", linewidth=0.6)
+        ax.set_yticks(range(n), names, fontsize=7)
+        ax.set_ylim(-0.6, n - 0.4)
+        ax.invert_yaxis()
+        lower = "" if many.pairs[0].result["metrics"][metric]["higher_is_better"] else " (lower is better)"
+        ax.set_title(f"{metric}{lower}", fontsize=9)
+        ax.tick_params(axis="x", labelsize=7)
+    for ax in list(axes.flat)[len(many.names) :]:
+        ax.set_visible(False)
+    fig.suptitle(
+        f"B − A against {many.base.name or many.base.run_id[:8]}: intervals simultaneous over "
+        f"{many.family} tests (level {many.level:.4f})",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    return path

@@ -9,8 +9,10 @@ or the two score vectors, and returns plain Python floats and ints: never NaN or
 - `bootstrap_means` / `cluster_bootstrap_means`: seeded resampling distributions of the mean
   difference (queries, or whole projects with all their queries).
 - `percentile_interval` / `bca_interval`: intervals from such a distribution.
+- `INTERVALS` / `interval`: each `--ci` kind by name, the one place a new kind is registered.
 - `holm`, `win_tie_loss`, `queries_needed`, `detectable_effect`, `analyse` (all of it for one
-  metric, with the effect on the metric's own scale: `cortex_exp.compare.effect`).
+  metric, with the effect on the metric's own scale: `cortex_exp.compare.effect`), `verdict`
+  (the one rule that turns a metric's figures into better / worse / indistinguishable).
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from cortex_exp.compare.decision import equivalence_verdict
 from cortex_exp.compare.effect import DEFAULT, Effect, ResolvedEffect
+from cortex_exp.compare.permutation import permutation_interval
 from cortex_exp.errors import InputError
 
 LEVEL = 0.95
@@ -157,6 +161,58 @@ def bca_interval(d: np.ndarray, boot: np.ndarray, level: float = LEVEL) -> Inter
     return Interval(float(low), float(high), bootstrap_p(boot))
 
 
+@dataclass(frozen=True)
+class Draw:
+    """How one metric's interval is drawn: the `--ci` kind's inputs besides the differences."""
+
+    groups: Sequence[object] | None  # each query's cluster (project), for `cluster`
+    seed: int  # a fresh generator per metric: the same draws whatever --metric says
+    bootstrap_kind: str  # percentile | bca, for the resampling kinds
+    level: float = LEVEL
+    done: Callable[[int], object] | None = None  # told of resamples drawn (a progress bar)
+
+
+def _t(d: np.ndarray, draw: Draw) -> Interval:
+    return t_interval(d, draw.level)
+
+
+def _from_boot(d: np.ndarray, boot: np.ndarray, draw: Draw) -> Interval:
+    if draw.bootstrap_kind == "bca":
+        return bca_interval(d, boot, draw.level)
+    return percentile_interval(d, boot, draw.level)
+
+
+def _bootstrap(d: np.ndarray, draw: Draw) -> Interval:
+    return _from_boot(d, bootstrap_means(d, np.random.default_rng(draw.seed), done=draw.done), draw)
+
+
+def _cluster(d: np.ndarray, draw: Draw) -> Interval:
+    boot = cluster_bootstrap_means(d, draw.groups, np.random.default_rng(draw.seed))
+    if draw.done is not None:
+        draw.done(len(boot))
+    return _from_boot(d, boot, draw)
+
+
+def _permutation(d: np.ndarray, draw: Draw) -> Interval:
+    """The paired sign-flip test and the interval that inverts it (`compare.permutation`)."""
+    return Interval(*permutation_interval(d, draw.seed, draw.level))
+
+
+# `--ci` kind -> how its interval of mean(d) is drawn; `resamples`: whether it draws N_BOOT
+# resamples (a progress bar). A new kind is one function and one entry here.
+INTERVALS: dict[str, tuple[Callable[[np.ndarray, Draw], Interval], bool]] = {
+    "t": (_t, False),
+    "bootstrap": (_bootstrap, True),
+    "cluster": (_cluster, True),
+    "permutation": (_permutation, False),
+}
+
+
+def interval(d: np.ndarray, ci: str, draw: Draw) -> Interval:
+    """The interval of mean(d) of the `--ci` kind `ci`, at `draw.level`."""
+    return INTERVALS[ci][0](d, draw)
+
+
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm step-down adjusted p-values, in the input order."""
     m = len(p_values)
@@ -178,12 +234,14 @@ def win_tie_loss(d: np.ndarray, higher_is_better: bool) -> tuple[int, int, int]:
 
 def paired_t_power(n: int, effect: float, sd: float, alpha: float = 0.05) -> float:
     """Power of the two-sided paired t test with `n` pairs: the noncentral t mass beyond both
-    critical values (a tail scipy cannot evaluate is vanishingly small and counts as 0)."""
+    critical values. Where scipy cannot evaluate the noncentral t's distribution function (NaN:
+    a noncentrality of about 1e12 and more, as when the differences vary only by rounding), the
+    distribution lies far right of both critical values: nothing below either, power 1."""
     df = n - 1
     crit = special.stdtrit(df, 1.0 - alpha / 2.0)
     nc = abs(effect) / sd * math.sqrt(n)
-    tails = np.nan_to_num([1.0 - special.nctdtr(df, nc, crit), special.nctdtr(df, nc, -crit)], nan=0.0)
-    return float(min(1.0, tails.sum()))
+    below = np.nan_to_num([special.nctdtr(df, nc, crit), special.nctdtr(df, nc, -crit)], nan=0.0)
+    return float(min(1.0, (1.0 - below[0]) + below[1]))
 
 
 def queries_needed(sd: float, effect: float = 0.05, power: float = 0.8, alpha: float = 0.05) -> int:
@@ -238,12 +296,23 @@ class MetricResult:
     higher_is_better: bool
     effect: ResolvedEffect  # what queries_needed is computed for
     detectable: float  # the smallest difference these queries detect with 80% power
+    margin: ResolvedEffect | None = None  # --min-effect on this metric's scale: `equivalent` inside ±it
 
     def verdict(self, p_value: float | None = None, alpha: float = 0.05) -> str:
-        """`indistinguishable` when the interval holds 0 (or an adjusted p is >= alpha)."""
-        if self.interval.contains_zero() or (p_value is not None and p_value >= alpha):
-            return "indistinguishable"
-        return "better" if (self.diff > 0) == self.higher_is_better else "worse"
+        return verdict(self, p_value, alpha)
+
+
+def verdict(m: MetricResult, p_value: float | None = None, alpha: float = 0.05) -> str:
+    """The verdict of one metric (docs/interface.md §7), the only place it is decided:
+    `indistinguishable` when the interval holds 0 (or a given adjusted p is >= alpha), else
+    `better` or `worse` in the metric's own direction (noise: lower is better); with a margin
+    (`--min-effect`), `equivalent` before any of them when the interval lies inside ±margin."""
+    if m.interval.contains_zero() or (p_value is not None and p_value >= alpha):
+        moved = "indistinguishable"
+    else:
+        moved = "better" if (m.diff > 0) == m.higher_is_better else "worse"
+    margin = m.margin.value if m.margin is not None else None
+    return equivalence_verdict(moved, m.interval.low, m.interval.high, margin)
 
 
 def analyse(
@@ -253,6 +322,7 @@ def analyse(
     higher_is_better: bool,
     interval: Interval | None = None,
     effect: Effect = DEFAULT,
+    min_effect: Effect | None = None,
 ) -> MetricResult:
     """All figures of one metric; `interval` defaults to the paired t interval, `effect` is
     put on the metric's scale (`Effect.resolve`) before `queries_needed` is computed for it."""
@@ -273,4 +343,5 @@ def analyse(
         higher_is_better=higher_is_better,
         effect=resolved,
         detectable=detectable_effect(len(d), sd),
+        margin=min_effect.resolve(mean_a, mean_b, sd) if min_effect is not None else None,
     )

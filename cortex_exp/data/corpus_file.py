@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import weakref
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -27,6 +27,7 @@ from cortex_exp.data.document import FIELDS, Document, document_digest
 from cortex_exp.data.files import open_input, parse_json
 from cortex_exp.data.jsonl import BLOCK, Problems, check_field, iter_lines, parse_line
 from cortex_exp.errors import InputError
+from cortex_exp.parallel import fd_state, line_spans, lines_at, ordered_map, worker_count
 
 _FIELD_SET = frozenset(FIELDS)
 
@@ -95,7 +96,7 @@ def read_documents(path: Path) -> tuple[FileDocuments, list[str], np.ndarray, li
     fh = open_input(path, "a .jsonl file")
     try:
         signature = _Signature(fh, path)
-        ids, digests, offsets, lengths, always = _scan(fh, path, problems)
+        ids, digests, offsets, lengths, always = _scan_in_parallel(fh) or _scan(fh, path, problems)
         signature.check()
     except BaseException:
         fh.close()
@@ -110,37 +111,87 @@ def read_documents(path: Path) -> tuple[FileDocuments, list[str], np.ndarray, li
 
 
 def _scan(fh: BinaryIO, path: Path, problems: Problems):
+    try:
+        return _scan_lines(iter_lines(fh), problems)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+
+
+def _scan_lines(lines: Iterable[tuple[int, int, bytes]], problems: Problems):
+    """(ids, raw digests, offsets, lengths, ids always served) of the valid lines of (line
+    number, offset, line); every problem recorded."""
     ids: list[str] = []
     digests, offsets, lengths = bytearray(), array("q"), array("q")
     first: dict[str, int] = {}
     always: list[str] = []
-    try:
-        for line, offset, raw in iter_lines(fh):
-            if not raw.strip():
-                continue
-            obj = parse_line(raw, line, problems)
-            if obj is None or not (_well_formed(obj) or _check(obj, problems, line)):
-                continue
-            doc_id = obj["id"]
-            if doc_id in first:
-                problems.add(line, f"duplicate document id {doc_id!r} (first on line {first[doc_id]})")
-                continue
-            doc = to_document(obj)
-            try:
-                digest = document_digest(doc)
-            except UnicodeEncodeError as exc:  # a lone surrogate escape ("\ud800"): no UTF-8 to hash
-                problems.add(line, f"not valid Unicode: {exc.reason} ({exc.object[exc.start : exc.end]!a})")
-                continue
-            first[doc_id] = line
-            ids.append(doc_id)
-            digests += digest
-            offsets.append(offset)
-            lengths.append(len(raw))
-            if doc.always_served:
-                always.append(doc_id)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    for line, offset, raw in lines:
+        if not raw.strip():
+            continue
+        obj = parse_line(raw, line, problems)
+        if obj is None or not (_well_formed(obj) or _check(obj, problems, line)):
+            continue
+        doc_id = obj["id"]
+        if doc_id in first:
+            problems.add(line, f"duplicate document id {doc_id!r} (first on line {first[doc_id]})")
+            continue
+        doc = to_document(obj)
+        try:
+            digest = document_digest(doc)
+        except UnicodeEncodeError as exc:  # a lone surrogate escape ("\ud800"): no UTF-8 to hash
+            problems.add(line, f"not valid Unicode: {exc.reason} ({exc.object[exc.start : exc.end]!a})")
+            continue
+        first[doc_id] = line
+        ids.append(doc_id)
+        digests += digest
+        offsets.append(offset)
+        lengths.append(len(raw))
+        if doc.always_served:
+            always.append(doc_id)
     return ids, digests, offsets, lengths, always
+
+
+SPAN = 1 << 25  # bytes of the file a worker reads, checks and hashes at a time
+
+
+def _scan_in_parallel(fh: BinaryIO):
+    """`_scan` of the file in spans of whole lines on every worker (`cortex_exp.parallel`),
+    merged in file order — or None when it is one span or one worker, or when any line has a
+    problem or an id comes twice: the file is then scanned again in one pass, which words
+    every problem with its line number."""
+    size = os.fstat(fh.fileno()).st_size
+    if size <= SPAN or worker_count() <= 1:
+        return None
+    spans = line_spans(fh.fileno(), size, SPAN)
+    if len(spans) == 1:
+        return None
+    ids: list[str] = []
+    digests, offsets, lengths, always = bytearray(), array("q"), array("q"), []
+    for part in ordered_map(_scan_span, spans, fd_state, (fh.fileno(),)):
+        if part is None:
+            return None
+        ids += part[0]
+        digests += part[1]
+        offsets += part[2]
+        lengths += part[3]
+        always += part[4]
+    if len(set(ids)) != len(ids):
+        return None
+    return ids, digests, offsets, lengths, always
+
+
+def _scan_span(fd: int, span: tuple[int, int]):
+    """`_scan_lines` of the bytes span[0]..span[1] (whole lines), or None at the first problem."""
+    start, stop = span
+    buf = os.pread(fd, stop - start, start)
+    problems = Problems(Path("span"))
+    part = _scan_lines(lines_at(buf, start), problems)
+    return None if problems.items or problems.truncated else part
+
+
+def file_documents(path: Path, offsets: np.ndarray, lengths: np.ndarray) -> FileDocuments:
+    """The documents of a corpus file whose lines' places are known (its writer just wrote it)."""
+    fh = open_input(path, "a .jsonl file")
+    return FileDocuments(fh, _Signature(fh, path), offsets, lengths)
 
 
 class FileDocuments(Sequence):
@@ -158,12 +209,22 @@ class FileDocuments(Sequence):
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
+            return self._between(*i.indices(len(self)))
         if not -len(self) <= i < len(self):
             raise IndexError(f"document {i} of {len(self)}")
         i %= len(self)
         self._signature.check()
         return _parse(os.pread(self._fd, int(self._lengths[i]), int(self._offsets[i])))
+
+    def _between(self, start: int, stop: int, step: int) -> list[Document]:
+        """The documents of a slice; a run of lines (step 1) read in one go."""
+        if step != 1 or stop - start < 2:
+            return [self[j] for j in range(start, stop, step)]
+        self._signature.check()
+        first, end = int(self._offsets[start]), int(self._offsets[stop - 1] + self._lengths[stop - 1])
+        buf = os.pread(self._fd, end - first, first)
+        offsets, lengths = (self._offsets[start:stop] - first).tolist(), self._lengths[start:stop].tolist()
+        return [_parse(buf[at : at + n]) for at, n in zip(offsets, lengths)]
 
     def __iter__(self) -> Iterator[Document]:
         self._signature.check()

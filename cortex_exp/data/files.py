@@ -3,7 +3,8 @@
 A FIFO given as the corpus would block forever in `open`, a device would stream without end:
 both are refused by `stat` before anything is opened. A file the user may not read, a folder, a
 missing path: each is an `InputError` naming the path and saying what to do. JSON nested so
-deep that Python's parser recurses out (`RecursionError`) is malformed input too.
+deep that Python's parser recurses out (`RecursionError`) is malformed input too. A UTF-8
+byte-order mark at the start of a file is accepted by every text reader (`without_bom`).
 """
 
 from __future__ import annotations
@@ -118,13 +119,35 @@ def parse_json(text: str | bytes) -> Any:
         raise ValueError(f"malformed JSON: a number too long to read ({str(exc).split(';')[0]})") from None
 
 
+BOM = b"\xef\xbb\xbf"  # the UTF-8 byte-order mark some editors (Excel, Notepad) put first in a file
+
+
+def without_bom(raw: bytes) -> bytes:
+    """`raw` without a byte-order mark at its start: every text reader accepts one there."""
+    return raw[len(BOM) :] if raw.startswith(BOM) else raw
+
+
+def decode_text(raw: bytes, path: Path) -> str:
+    """The UTF-8 text of a file's bytes, a byte-order mark at its start dropped; `InputError`
+    naming the first byte that is not UTF-8."""
+    raw = without_bom(raw)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{path}: not UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}; save the file as UTF-8"
+        ) from None
+
+
+def starts_json(raw: bytes) -> bool:
+    """Whether the first non-blank character (after a byte-order mark) opens a JSON object: how
+    JSON lines are told from CSV or TREC text."""
+    return without_bom(raw).lstrip()[:1] == b"{"
+
+
 def read_json(path: Path, what: str = "a JSON file") -> Any:
     """The JSON value held by the regular file `path`; `InputError` naming it for any problem."""
-    raw = read_input(path, what)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}") from None
+    text = decode_text(read_input(path, what), path)
     try:
         return parse_json(text)
     except ValueError as exc:

@@ -1,7 +1,8 @@
 """Reading JSON-lines files with every problem reported as `file:line: what`.
 
 Loaders collect problems instead of stopping at the first, up to `MAX_PROBLEMS`, then raise
-one `InputError` that lists them all (exit code 2).
+one `InputError` that lists them all (exit code 2). A byte-order mark opening the file is
+skipped (its first line starts at byte 3); one at the start of a later line is named.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from cortex_exp.data.files import SLOW, fast_json, open_input, parse_json
+from cortex_exp.data.files import BOM, SLOW, fast_json, open_input, parse_json
 from cortex_exp.errors import InputError
 
 MAX_PROBLEMS = 50
@@ -44,8 +45,11 @@ BLOCK = 1 << 23  # bytes read at a time: a file is never held whole in memory
 
 
 def iter_lines(fh: BinaryIO) -> Iterator[tuple[int, int, bytes]]:
-    """(line number, byte offset, line without its newline) of every line of `fh`, read in blocks."""
-    number, offset, rest = 0, 0, b""
+    """(line number, byte offset, line without its newline) of every line of `fh`, read in
+    blocks; a byte-order mark at the start of the file is not part of line 1."""
+    number, offset, rest = 0, 0, fh.read(len(BOM))
+    if rest == BOM:
+        offset, rest = len(BOM), b""
     while chunk := fh.read(BLOCK):
         lines = (rest + chunk).split(b"\n")
         rest = lines.pop()
@@ -61,6 +65,9 @@ def parse_line(line: bytes, number: int, problems: Problems) -> dict[str, Any] |
     """The JSON object on one line, or None after recording what is wrong with it."""
     obj = fast_json(line)  # orjson where it reads as json.loads does
     if obj is SLOW:
+        if line.startswith(BOM):
+            problems.add(number, "a UTF-8 byte-order mark (BOM) starts this line (files joined together?); remove it")
+            return None
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -81,12 +88,17 @@ def iter_jsonl_at(path: Path, problems: Problems) -> Iterator[tuple[int, int, in
     """(line number, byte offset, byte length, object) of every well-formed, non-blank line, in
     one streaming pass; the rest recorded in `problems`."""
     with open_input(Path(path), "a .jsonl file") as fh:
-        for number, offset, line in _read_lines(Path(path), fh):
-            if not line.strip():
-                continue
-            obj = parse_line(line, number, problems)
-            if obj is not None:
-                yield number, offset, len(line), obj
+        yield from iter_objects(fh, Path(path), problems)
+
+
+def iter_objects(fh: BinaryIO, path: Path, problems: Problems) -> Iterator[tuple[int, int, int, dict[str, Any]]]:
+    """`iter_jsonl_at` of an open file (or of bytes already read: `io.BytesIO`)."""
+    for number, offset, line in _read_lines(path, fh):
+        if not line.strip():
+            continue
+        obj = parse_line(line, number, problems)
+        if obj is not None:
+            yield number, offset, len(line), obj
 
 
 def _read_lines(path: Path, fh: BinaryIO) -> Iterator[tuple[int, int, bytes]]:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from pathlib import Path
 
 from cortex_exp.data.jsonl import Problems, check_field, iter_jsonl
+from cortex_exp.errors import InputError
 
 CHANNELS = ("always", "search", "graph", "boost")
 CLOCK_SKEW = timedelta(minutes=5)  # a serve logged this far past our clock is still accepted
@@ -129,3 +131,166 @@ def _item(item, i: int, problems: Problems, line: int) -> ServedItem | None:
         )
         good = False
     return ServedItem(item["doc_id"], item["channel"], item.get("rank"), item.get("verdict")) if good else None
+
+
+# --- Serves from other logs (traces, a team's own JSONL): the same verdicts, through a value map ---
+
+TALLY_EXAMPLES = 10  # example ids kept per reason
+
+
+class Tally:
+    """What a source's reading dropped, by reason: a count and up to 10 example ids (trace ids,
+    or file:line), never silently; and the verdicts read by the source that gave them."""
+
+    def __init__(self):
+        self.dropped: dict[str, dict] = {}
+        self.by_source: dict[str, int] = {}
+
+    def drop(self, reason: str, example: str, n: int = 1) -> None:
+        entry = self.dropped.setdefault(reason, {"count": 0, "examples": []})
+        entry["count"] += n
+        if example not in entry["examples"] and len(entry["examples"]) < TALLY_EXAMPLES:
+            entry["examples"].append(example)
+
+    def count(self, reason: str) -> int:
+        return self.dropped.get(reason, {}).get("count", 0)
+
+    def as_json(self) -> dict:
+        return {
+            "dropped": dict(sorted(self.dropped.items())),
+            "verdicts_by_source": dict(sorted(self.by_source.items())),
+        }
+
+
+VALUE_PRESETS = {  # named value maps a setting can combine (`presets: [thumbs, booleans]`)
+    "verdicts": {v: v for v in VERDICTS},
+    "thumbs": {
+        "thumbs_up": "helped",
+        "up": "helped",
+        "👍": "helped",
+        "thumbs_down": "noise",
+        "down": "noise",
+        "👎": "noise",
+    },
+    "booleans": {"true": "helped", "yes": "helped", "false": "noise", "no": "noise"},
+}
+
+
+@dataclass(frozen=True)
+class ValueMap:
+    """A logged verdict value -> helped | noise | wrong. `values` maps values (as text, case-folded:
+    booleans as `true`/`false`, thumbs as `thumbs_up`/`up`/...) to a verdict; `threshold`, when
+    set, reads a number: >= threshold helped, below it noise. A value neither names is unknown."""
+
+    values: tuple[tuple[str, str], ...] = tuple((v, v) for v in VERDICTS)
+    threshold: float | None = None
+
+    @classmethod
+    def of(cls, values: dict | None = None, presets: tuple[str, ...] = ("verdicts",), threshold=None) -> ValueMap:
+        """From named presets plus explicit `values`; raise `InputError` naming a bad entry."""
+        merged: dict[str, str] = {}
+        for name in presets:
+            if name not in VALUE_PRESETS:
+                raise InputError(f"value map: unknown preset {name!r}; known: {', '.join(VALUE_PRESETS)}")
+            merged.update(VALUE_PRESETS[name])
+        for key, verdict in (values or {}).items():
+            if verdict not in VERDICTS:
+                raise InputError(f"value map: {key!r} maps to {verdict!r}; a verdict is one of {', '.join(VERDICTS)}")
+            merged[_value_text(key)] = verdict
+        if threshold is not None and not (isinstance(threshold, (int, float)) and not isinstance(threshold, bool)):
+            raise InputError(f"value map: threshold must be a number, got {threshold!r}")
+        return cls(tuple(sorted(merged.items())), None if threshold is None else float(threshold))
+
+    def verdict(self, value) -> str | None:
+        """The verdict `value` stands for, or None when the map does not know it."""
+        found = self.table.get(_value_text(value))
+        if found is not None or self.threshold is None:
+            return found
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return "helped" if value >= self.threshold else "noise"
+        return None
+
+    @cached_property
+    def table(self) -> dict[str, str]:
+        return dict(self.values)
+
+    def as_json(self) -> dict:
+        return {"values": dict(self.values), "threshold": self.threshold}
+
+
+def _value_text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip().casefold()
+
+
+@dataclass(frozen=True)
+class LoggedVerdict:
+    """One verdict as a source logged it, before the value map: on which listing of documents
+    (`listing`, e.g. a span id; None: any), naming its document by id or by 0-based position."""
+
+    value: object
+    doc_id: str | None
+    position: int | None
+    source: str  # who gave it: HUMAN, CODE, LLM_JUDGE, ... ("" when the log does not say)
+    listing: str | None = None
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The documents one step served, in order: (doc_id, channel) pairs; `key` names the step."""
+
+    key: str | None
+    items: tuple[tuple[str, str], ...]
+
+
+def serve_from_log(
+    where: str,
+    serve_id: str,
+    ts: datetime,
+    project: str,
+    task: str,
+    listings: list[Listing],
+    verdicts: list[LoggedVerdict],
+    values: ValueMap,
+    tally: Tally,
+    sources: frozenset[str] | None = None,
+) -> Serve:
+    """A serve from a log other than serves.jsonl: its listings' documents in order (ranked from 1,
+    except the channel `always`), each with the last of its verdicts (`verdicts` in time order).
+    A verdict naming no served document, of an unknown value, or from a source not in `sources`
+    (None: all) is dropped and counted in `tally` with `where` as its example."""
+    slots: dict[tuple[str | None, str], int] = {}
+    by_position: dict[tuple[str | None, int], int] = {}
+    items: list[list] = []
+    for listing in listings:
+        for position, (doc_id, channel) in enumerate(listing.items):
+            if channel not in CHANNELS:
+                raise InputError(
+                    f"{where}: channel {channel!r} of document {doc_id!r}; expected one of {', '.join(CHANNELS)}"
+                )
+            by_position[(listing.key, position)] = len(items)
+            slots.setdefault((listing.key, doc_id), len(items))
+            slots.setdefault((None, doc_id), len(items))
+            items.append([doc_id, channel, None])
+    for v in verdicts:
+        tally.by_source[v.source or "unknown"] = tally.by_source.get(v.source or "unknown", 0) + 1
+        if sources is not None and v.source not in sources:
+            tally.drop("verdict_source", where)
+            continue
+        slot = slots.get((v.listing, v.doc_id)) if v.doc_id is not None else by_position.get((v.listing, v.position))
+        if slot is None:
+            tally.drop("verdict_not_served", where)
+            continue
+        verdict = values.verdict(v.value)
+        if verdict is None:
+            tally.drop("unknown_value", where)
+            continue
+        items[slot][2] = verdict
+    rank, served = 0, []
+    for doc_id, channel, verdict in items:
+        rank += channel != "always"
+        served.append(ServedItem(doc_id, channel, None if channel == "always" else rank, verdict))
+    return Serve(serve_id, ts, project, task, tuple(served))

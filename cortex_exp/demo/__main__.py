@@ -6,10 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from cortex_exp.errors import quiet_stdout
+
 from . import DEFAULT_SEED, generate
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_stdout()
     ap = argparse.ArgumentParser(
         prog="python -m cortex_exp.demo", description="Write the demo corpus.jsonl and serves.jsonl."
     )

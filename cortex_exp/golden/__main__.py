@@ -1,4 +1,4 @@
-"""`python -m cortex_exp.golden build | rebuild | import-beir | export | review | add-judgments | diff`
+"""`python -m cortex_exp.golden build | rebuild | import-beir | export | review | add-judgments | diff | split`
 (docs/interface.md §1)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from cortex_exp.errors import run_cli
+from cortex_exp.errors import InputError, quiet_stdout, run_cli
 from cortex_exp.golden.beir import import_beir
 from cortex_exp.golden.build import build_from_files, rebuild
 from cortex_exp.golden.export import FILES, FORMATS, export
@@ -21,8 +21,21 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="build a golden set from a serve log")
     b.add_argument("--corpus", required=True, type=Path, help="corpus.jsonl (the live index)")
-    b.add_argument("--serves", required=True, type=Path, help="serves.jsonl (the serve log)")
+    b.add_argument("--serves", type=Path, help="serves.jsonl (the serve log), or a team's JSONL with --map")
     b.add_argument("--out", required=True, type=Path, help="golden-set folder to write")
+    t = b.add_argument_group("from traces (docs/traces.md)")
+    t.add_argument("--from", dest="source", choices=("mlflow", "otlp"), help="read the serves from traces")
+    t.add_argument("files", nargs="*", type=Path, metavar="FILE", help="--from otlp: OTLP/JSON files")
+    t.add_argument("--experiment", help="--from mlflow: the experiment the traces are logged to")
+    t.add_argument("--tracking-uri", help="--from mlflow: default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db")
+    t.add_argument("--since", help="only traces requested at or after this ISO-8601 time")
+    t.add_argument("--until", help="only traces requested before this ISO-8601 time")
+    t.add_argument("--filter", help="--from mlflow: an MLflow trace filter string, e.g. \"tags.env = 'prod'\"")
+    t.add_argument("--map", type=Path, help="MAP.yaml: the mapping's settings (JMESPath expressions with --serves)")
+    t.add_argument(
+        "--annotations", type=Path, help="--from otlp: document annotations JSONL (span_id, document_position, label)"
+    )
+    t.add_argument("--verdict-sources", help="keep verdicts of these source types only, e.g. human,code (default all)")
     r = sub.add_parser("rebuild", help="rebuild a golden set in place from the inputs its manifest names")
     r.add_argument("dir", type=Path)
     i = sub.add_parser("import-beir", help="import a BEIR collection as corpus + golden set")
@@ -51,6 +64,11 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("old", type=Path, help="the older golden-set folder")
     d.add_argument("new", type=Path, help="the newer golden-set folder")
     d.add_argument("--json", action="store_true", help="print the changes as JSON")
+    s = sub.add_parser("split", help="split a golden set by task into dev/ and holdout/ (decide on the held-out part)")
+    s.add_argument("dir", type=Path, help="the golden-set folder")
+    s.add_argument("--holdout", required=True, type=float, metavar="FRACTION", help="share of tasks held out, e.g. 0.3")
+    s.add_argument("--seed", required=True, type=int, help="seed of the shuffle of the tasks")
+    s.add_argument("--out", required=True, type=Path, help="folder for the two parts: OUT/dev, OUT/holdout")
     return p
 
 
@@ -60,7 +78,7 @@ def summary(golden) -> str:
     lines = [
         f"golden set {golden.path}  golden_id {golden.golden_id}",
         f"  queries {c['queries']}  projects {c['projects']}  positives {c['positives']}  "
-        f"noise {c['noise']} (of which wrong {c['wrong']})",
+        f"noise {c['noise']} (of which wrong {'?' if c.get('wrong') is None else c['wrong']})",
         "  filters: " + "  ".join(f"{k} {v}" for k, v in f.items()),
         f"  corpus {m['corpus_size']} documents, fingerprint {m['corpus_fingerprint'][:16]}…",
     ]
@@ -74,12 +92,14 @@ def lineage_lines(lineage: dict | None) -> list[str]:
     """What a build that replaced a set says about it (`golden diff OLD NEW` lists it all)."""
     if not lineage:
         return []
+    aside = lineage.get("manual_set_aside") or lineage.get("changes", {}).get("manual_set_aside")
+    aside = f"; manual judgments set aside in {aside['file']}" if aside else ""
     if lineage.get("verified") is False:
-        return [f"  replaces {lineage.get('previous_golden_id')}, which did not verify: nothing carried over"]
+        return [f"  replaces {lineage.get('previous_golden_id')}, which did not verify: nothing carried over{aside}"]
     from cortex_exp.golden.diff import summary as changed
 
     ch = lineage["changes"]
-    carried = f"; manual judgments carried {ch['manual_carried']}" if "manual_carried" in ch else ""
+    carried = f"; manual judgments carried {ch['manual_carried']}{aside}" if "manual_carried" in ch else ""
     return textwrap.wrap(
         f"replaces golden_id {lineage['previous_golden_id']} ({lineage['how']}): {changed(ch)}{carried}",
         WIDTH,
@@ -99,8 +119,8 @@ def run_review(args) -> None:
         f"{len(golden.queries)} queries (B surfaced {by_b}, A {len(rows) - by_b}) -> {args.out}"
     )
     print(
-        f"fill the column verdict with positive or noise, then: python -m cortex_exp.golden add-judgments "
-        f"{golden.path} {args.out}",
+        "fill the column verdict with positive or noise (or helped, wrong), then: "
+        f"python -m cortex_exp.golden add-judgments {golden.path} {args.out}",
         file=sys.stderr,
     )
 
@@ -125,15 +145,67 @@ def run_diff(args) -> None:
     print(json.dumps(found, ensure_ascii=False) if args.json else text)
 
 
-HANDLERS = {"review": run_review, "add-judgments": run_add_judgments, "diff": run_diff}
+def build(args):
+    """`golden build`: from serves.jsonl, a team's JSONL through --map, or traces (--from)."""
+    from cortex_exp.golden import sources
+
+    if args.source is None and args.serves is None:
+        raise InputError("golden build: give --serves FILE, or --from mlflow --experiment NAME, or --from otlp FILE...")
+    if args.source is not None and args.serves is not None:
+        raise InputError("golden build: --serves and --from are two sources; give one")
+    if args.files and args.source != "otlp":
+        raise InputError(
+            f"golden build: unexpected argument(s) {' '.join(map(str, args.files))} (files go with --from otlp)"
+        )
+    only = {"experiment": "mlflow", "tracking_uri": "mlflow", "filter": "mlflow", "annotations": "otlp"}
+    only.update(since=args.source or "mlflow|otlp", until=args.source or "mlflow|otlp")
+    wrong = [k for k, src in only.items() if getattr(args, k) is not None and src != args.source]
+    if wrong:
+        flags = ", ".join("--" + k.replace("_", "-") for k in wrong)
+        raise InputError(f"golden build: {flags}: only with --from {only[wrong[0]]}")
+    if args.verdict_sources is not None and args.source is None and args.map is None:
+        raise InputError("golden build: --verdict-sources: only with --from or --map (serves.jsonl names no source)")
+    picked = sources.sources_of(args.verdict_sources)
+    if args.source is None:
+        if args.map is not None:
+            return sources.build_from_map(args.corpus, args.out, args.serves, args.map, verdict_sources=picked)
+        return build_from_files(args.corpus, args.serves, args.out)
+    from cortex_exp.golden.traces import TraceMapping, read_map_file
+
+    common = {
+        "since": sources.parse_time(args.since, "--since"),
+        "until": sources.parse_time(args.until, "--until"),
+        "mapping": TraceMapping.from_settings(read_map_file(args.map), str(args.map)),
+        "verdict_sources": picked,
+    }
+    if args.source == "otlp":
+        return sources.build_from_otlp(args.corpus, args.out, args.files, annotations=args.annotations, **common)
+    if not args.experiment:
+        raise InputError("golden build --from mlflow: --experiment NAME is required")
+    from cortex_exp.tracking import resolve_uri
+
+    uri = resolve_uri(args.tracking_uri)
+    return sources.build_from_mlflow(
+        args.corpus, args.out, uri=uri, experiment=args.experiment, filter_string=args.filter, **common
+    )
+
+
+def run_split(args) -> None:
+    from cortex_exp.golden.split import describe, split_golden
+
+    print(describe(split_golden(args.dir, args.holdout, args.seed, args.out)))
+
+
+HANDLERS = {"review": run_review, "add-judgments": run_add_judgments, "diff": run_diff, "split": run_split}
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_stdout()  # `golden diff | head -1`: no BrokenPipeError
     args = parser().parse_args(argv)
 
     def go():
         if args.command == "build":
-            golden = build_from_files(args.corpus, args.serves, args.out)
+            golden = build(args)
         elif args.command == "rebuild":
             golden = rebuild(args.dir)
         elif args.command == "export":

@@ -2,21 +2,39 @@
 
 Writes `DIR/corpus.jsonl` in our format and a golden set in `DIR`. A qrels score > 0 is a
 positive, 0 is noise. `project` is null unless the data names one (`metadata.project`).
+
+The corpus is one pass, not a copy: read in spans of whole lines on every worker
+(`cortex_exp.parallel`), each document validated, hashed once and turned into its line of our
+corpus.jsonl, the lines written in order; the import holds the ids and hashes, not the
+documents. A problem anywhere reads the file again in one pass that words every problem with
+its line number, and nothing is written.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+from array import array
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime
+from json.encoder import encode_basestring
 from pathlib import Path
 
-from cortex_exp.data.corpus import Corpus, Document, write_corpus
-from cortex_exp.data.files import read_input
-from cortex_exp.data.jsonl import Problems, brief, check_field, iter_jsonl
+import numpy as np
+
+from cortex_exp.data.corpus import Corpus, Document
+from cortex_exp.data.corpus_file import SPAN, file_documents
+from cortex_exp.data.files import decode_text, open_input, read_input
+from cortex_exp.data.jsonl import Problems, brief, check_field, iter_jsonl, iter_lines, parse_line
+from cortex_exp.data.trec import WHOLE
 from cortex_exp.errors import InputError
 from cortex_exp.golden.filters import FILTERS
 from cortex_exp.golden.lineage import carry_forward
-from cortex_exp.golden.manifest import describe_inputs, make_manifest
+from cortex_exp.golden.manifest import describe_inputs, make_manifest, sha256_file
 from cortex_exp.golden.store import GoldenSet, Judgment, Query, check_out_dir, write_golden
+from cortex_exp.parallel import fd_state, line_spans, lines_at, ordered_map
 
 
 def find_qrels(beir_dir: Path) -> Path:
@@ -52,25 +70,92 @@ def _project(obj: dict, problems: Problems, line: int):
 
 
 def read_beir_corpus(path: Path) -> list[Document]:
+    """The documents of a BEIR `corpus.jsonl`, held in memory (the import streams instead)."""
     problems = Problems(path)
-    docs, first = [], {}
-    for line, obj in iter_jsonl(path, problems):
+    docs = [d for _, d in _beir_documents(iter_jsonl(path, problems), problems, {})]
+    problems.raise_if_any("the BEIR corpus")
+    return docs
+
+
+def _beir_documents(objects, problems: Problems, first: dict[str, int]) -> Iterator[tuple[int, Document]]:
+    """(line number, document) of every valid BEIR line of (line number, object); the rest
+    recorded in `problems`."""
+    for line, obj in objects:
         ok = check_field(obj, "_id", (str,), problems, line)
         ok &= check_field(obj, "text", (str,), problems, line)
         ok &= check_field(obj, "title", (str,), problems, line, required=False)
         project = _project(obj, problems, line)
         if ok and project is not _BAD and _unique_id(obj, first, problems, line):
-            docs.append(Document(obj["_id"], obj.get("title", ""), obj["text"], project, "document", False))
+            yield line, Document(obj["_id"], obj.get("title", ""), obj["text"], project, "document", False)
+
+
+@dataclass
+class _Converted:
+    """Documents turned into our corpus.jsonl: ids, raw sha256 of each, and the lines."""
+
+    ids: list[str]
+    digests: bytearray
+    lines: bytes  # one after the other, each with its newline
+    lengths: array  # of each line, its newline included
+
+
+def _convert(lines: Iterable[tuple[int, int, bytes]], problems: Problems, first: dict[str, int]) -> _Converted:
+    """Our corpus.jsonl line (`json.dumps(doc.as_json(), ensure_ascii=False)`'s characters) and
+    the hash (`document_digest`) of every valid document of BEIR lines (number, offset, line),
+    each string JSON-encoded once for both."""
+    out, written = _Converted([], bytearray(), b"", array("q")), []
+    objects = ((n, obj) for n, _, raw in lines if raw.strip() and (obj := parse_line(raw, n, problems)) is not None)
+    for line, doc in _beir_documents(objects, problems, first):
+        i, title, text = encode_basestring(doc.id), encode_basestring(doc.title), encode_basestring(doc.text)
+        project = "null" if doc.project is None else encode_basestring(doc.project)
+        canonical = (
+            f'{{"always_served":false,"id":{i},"kind":"document","project":{project},"text":{text},"title":{title}}}'
+        )
+        try:
+            digest = hashlib.sha256(canonical.encode("utf-8")).digest()
+        except UnicodeEncodeError as exc:  # a lone surrogate escape ("\ud800"): no UTF-8 to write
+            problems.add(line, f"not valid Unicode: {exc.reason} ({exc.object[exc.start : exc.end]!a})")
+            continue
+        out.ids.append(doc.id)
+        out.digests += digest
+        head = f'{{"id": {i}, "title": {title}, "text": {text}, "project": {project}, '
+        written.append(head + '"kind": "document", "always_served": false}\n')
+    out.lines = "".join(written).encode()
+    out.lengths.extend(len(w) if w.isascii() else len(w.encode()) for w in written)
+    return out
+
+
+def _convert_span(fd: int, span: tuple[int, int]) -> _Converted | None:
+    """`_convert` of one span of whole lines, or None when any line has a problem."""
+    problems = Problems(Path("span"))
+    part = _convert(lines_at(os.pread(fd, span[1] - span[0], span[0]), span[0]), problems, {})
+    return None if problems.items or problems.truncated else part
+
+
+def _converted_parts(path: Path) -> Iterator[_Converted]:
+    """The BEIR corpus converted span by span on every worker, in file order; at a problem
+    (or an id twice) the file converted again in one pass, which raises every problem with
+    its line number."""
+    fh = open_input(path, "a .jsonl file")
+    with fh:
+        spans = line_spans(fh.fileno(), os.fstat(fh.fileno()).st_size, SPAN)
+        seen: set[str] = set()
+        for part in ordered_map(_convert_span, spans, fd_state, (fh.fileno(),)):
+            if part is None or seen.intersection(part.ids) or len(set(part.ids)) != len(part.ids):
+                break
+            seen.update(part.ids)
+            yield part
+        else:
+            return
+    problems = Problems(path)
+    with open_input(path, "a .jsonl file") as again:
+        _convert(iter_lines(again), problems, {})
     problems.raise_if_any("the BEIR corpus")
-    return docs
+    raise InputError(f"{path}: read in spans, a line was refused that reads well in one pass")  # cannot happen
 
 
 def _qrels_text(path: Path) -> str:
-    raw = read_input(path, "a qrels file")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}") from None
+    return decode_text(read_input(path, "a qrels file"), path)
 
 
 def read_qrels(path: Path) -> list[tuple[str, str, int]]:
@@ -88,11 +173,10 @@ def read_qrels(path: Path) -> list[tuple[str, str, int]]:
         if len(parts) != 3:
             problems.add(number, f"expected 'query-id corpus-id score', got {len(parts)} columns")
             continue
-        try:
-            score = int(parts[2])
-        except ValueError:
+        if not WHOLE.fullmatch(parts[2]):  # int() would read `1_0` as 10
             problems.add(number, f"score must be an integer, got {parts[2][:40]!r}")
             continue
+        score = int(parts[2])
         pair = (parts[0], parts[1])
         if pair in first:
             was, at = first[pair]
@@ -108,12 +192,48 @@ def read_qrels(path: Path) -> list[tuple[str, str, int]]:
 
 
 def import_beir(beir_dir: Path, out_dir: Path, now: datetime | None = None, how: str = "import-beir") -> GoldenSet:
+    """One pass over the BEIR corpus writes our corpus.jsonl (beside the out folder, renamed into
+    it last) and hashes each document once; the corpus is held as its ids and hashes."""
     beir_dir, out_dir = Path(beir_dir), Path(out_dir)
     qrels_path = find_qrels(beir_dir)
-    inputs = (beir_dir / "corpus.jsonl", beir_dir / "queries.jsonl", qrels_path)
+    corpus_path = beir_dir / "corpus.jsonl"
+    inputs = (corpus_path, beir_dir / "queries.jsonl", qrels_path)
     check_out_dir(out_dir, inputs, extra_outputs=("corpus.jsonl",))
-    docs = read_beir_corpus(beir_dir / "corpus.jsonl")
-    corpus = Corpus(docs, beir_dir / "corpus.jsonl")
+    out_dir.absolute().parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir.absolute().parent / f".{out_dir.name}.corpus.jsonl.tmp-{os.getpid()}"  # beside: renamed in
+    try:
+        corpus, corpus_sha256 = _corpus_pass(corpus_path, tmp)
+        golden = _golden_of(beir_dir, corpus, corpus_sha256, qrels_path, out_dir, now, how)
+        # the converted corpus joins the golden set's one commit: the old set or the new one, never a mix
+        write_golden(golden, out_dir, inputs, extra={"corpus.jsonl": lambda path: os.replace(tmp, path)})
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return golden
+
+
+def _corpus_pass(path: Path, out: Path) -> tuple[Corpus, str]:
+    """(the corpus as written to `out`, the sha256 of the BEIR file) after one streaming pass:
+    converted in spans on every worker, written in order, the file's sha256 computed beside."""
+    ids: list[str] = []
+    digests, lengths = bytearray(), array("q")
+    file_hash = None
+    with ThreadPoolExecutor(1) as beside, out.open("wb") as fh:
+        for part in _converted_parts(path):
+            file_hash = file_hash or beside.submit(sha256_file, path)  # after the workers are forked
+            ids += part.ids
+            digests += part.digests
+            lengths += part.lengths
+            fh.write(part.lines)
+        sha256 = (file_hash or beside.submit(sha256_file, path)).result()
+    sizes = np.frombuffer(lengths, dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(sizes) else sizes
+    docs = file_documents(out, offsets, sizes - 1)
+    keys = np.frombuffer(bytes(digests), dtype=np.uint8).reshape(len(ids), 32)
+    return Corpus.stored(docs, ids, keys, (), path), sha256
+
+
+def _golden_of(beir_dir, corpus, corpus_sha256, qrels_path, out_dir, now, how) -> GoldenSet:
     texts, projects = read_beir_queries(beir_dir / "queries.jsonl")
     filters = dict.fromkeys(FILTERS, 0)
     labels = _labels(read_qrels(qrels_path), texts, corpus, filters, qrels_path)
@@ -134,17 +254,12 @@ def import_beir(beir_dir: Path, out_dir: Path, now: datetime | None = None, how:
         "wrong": 0,
         "serves": 0,
     }
-    source = {
-        "kind": "beir",
-        **describe_inputs(
-            beir_dir=beir_dir, corpus=beir_dir / "corpus.jsonl", queries=beir_dir / "queries.jsonl", qrels=qrels_path
-        ),
-    }
+    others = describe_inputs(beir_dir=beir_dir, queries=beir_dir / "queries.jsonl", qrels=qrels_path)
+    corpus_entry = {"path": str((beir_dir / "corpus.jsonl").resolve()), "sha256": corpus_sha256}
+    source = {"kind": "beir", "beir_dir": others["beir_dir"], "corpus": corpus_entry}
+    source.update(queries=others["queries"], qrels=others["qrels"])
     manifest = make_manifest(corpus, counts, filters, source, now)
-    golden = carry_forward(GoldenSet(queries, judgments, manifest, dict(corpus.hashes)), out_dir, how)
-    write_golden(golden, out_dir, inputs, extra_outputs=("corpus.jsonl",))
-    write_corpus(out_dir / "corpus.jsonl", docs)
-    return golden
+    return carry_forward(GoldenSet(queries, judgments, manifest, dict(corpus.hashes)), out_dir, how)
 
 
 def read_beir_queries(path: Path) -> tuple[dict[str, str], dict[str, str | None]]:

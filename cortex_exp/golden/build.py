@@ -7,6 +7,7 @@ from pathlib import Path
 
 from cortex_exp.data.corpus import load_corpus
 from cortex_exp.data.servelog import load_serves
+from cortex_exp.errors import InputError
 from cortex_exp.golden.filters import build_golden
 from cortex_exp.golden.lineage import carry_forward
 from cortex_exp.golden.load import read_manifest
@@ -33,13 +34,24 @@ def build_from_files(
 def rebuild(golden_dir: Path, now: datetime | None = None) -> GoldenSet:
     """Rebuild in place from the inputs the manifest names (part of every reindex). Reads only
     the manifest: a set whose files were modified is rebuilt, not refused (and then carries
-    nothing of it: `lineage`)."""
+    nothing of it, its manual judgments written aside first: `lineage.carry_forward`)."""
     from cortex_exp.golden.beir import import_beir
 
     golden_dir = Path(golden_dir)
     manifest = read_manifest(golden_dir)
+    split = manifest.get("split")
+    if isinstance(split, dict):  # its source is the parent's: rebuilding would write the whole parent here
+        raise InputError(
+            f"{golden_dir}: is the {split.get('part')!r} part of the golden set at {split.get('parent_path')}; "
+            f"rebuild that one, then split it again: python -m cortex_exp.golden split {split.get('parent_path')} "
+            f"--holdout {split.get('fraction')} --seed {split.get('seed')} --out {golden_dir.parent}"
+        )
     source = manifest.get("source")
     if isinstance(source, dict) and source.get("kind") == "beir":
         return import_beir(source_path(manifest, "beir_dir", golden_dir), golden_dir, now=now, how="rebuild")
+    if isinstance(source, dict) and (source.get("kind") in ("mlflow", "otlp") or "map" in source):
+        from cortex_exp.golden.sources import rebuild_from_source
+
+        return rebuild_from_source(source, golden_dir, source_path(manifest, "corpus", golden_dir), now)
     corpus, serves = source_path(manifest, "corpus", golden_dir), source_path(manifest, "serves", golden_dir)
     return build_from_files(corpus, serves, golden_dir, now=now, how="rebuild")

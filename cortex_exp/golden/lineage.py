@@ -11,17 +11,25 @@ the serve log carries each into the new set while its query is still there, its 
 in the corpus, and the serve log has not judged that pair itself (then the serve log's verdict
 stands, and the manual one is counted as superseded). A previous set that does not verify is
 not trusted for anything: its manual judgments are not carried, and the lineage says why.
+
+Nothing a person judged is lost by a rebuild: every manual judgment of the previous set that the
+new set does not hold (not verified, superseded, or its query or document gone) is first written
+aside, in the folder, as `manual_set_aside_<UTC time>.jsonl` — lines of `qid`, `doc_id`,
+`verdict`, the file `golden add-judgments` reads — and stderr says where and how to add them back.
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from cortex_exp.errors import InputError
+from cortex_exp.golden.commit import replace_file
 from cortex_exp.golden.load import load_golden, read_manifest
-from cortex_exp.golden.store import GOLDEN_ID, MANIFEST, GoldenSet, Judgment
-from cortex_exp.golden.verify import recount
+from cortex_exp.golden.store import GOLDEN_ID, JUDGMENTS, LABELS, MANIFEST, GoldenSet, Judgment
+from cortex_exp.golden.verify import REBUILD, recount
 
 COUNTED = ("positives", "noise", "manual_positives", "manual_noise")
 
@@ -69,10 +77,12 @@ def read_previous(folder: Path) -> tuple[GoldenSet | None, str | None]:
     folder = Path(folder)
     if not (folder / MANIFEST).is_file():
         return None, None
-    try:
-        return load_golden(folder), None
+    try:  # the judgments must verify; the manifest's other fields are rebuilt from the inputs anyway
+        return load_golden(folder, sealed=False), None
     except InputError as exc:
-        return None, str(exc).splitlines()[0]
+        why = str(exc).splitlines()[0].split(REBUILD)[0]  # (not the advice to rebuild: this is the rebuild)
+        more = f" and {len(exc.problems) - 1} more" if len(exc.problems) > 1 else ""
+        return None, why + (f" ({exc.problems[0]}{more})" if exc.problems else "")
 
 
 def _stored_id(folder: Path) -> str | None:
@@ -110,24 +120,90 @@ def update_counts(golden: GoldenSet) -> GoldenSet:
     return golden
 
 
+def _manual_lines(folder: Path) -> tuple[list[dict], int]:
+    """The manual judgments of a set that does not verify, read line by line as far as they can be:
+    (`add-judgments` lines, how many lines could not be read)."""
+    path, rows, unreadable = Path(folder) / JUDGMENTS, [], 0
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return [], 0
+    for line in text.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            unreadable += bool(line.strip())
+            continue
+        if not isinstance(obj, dict) or obj.get("source") != "manual":
+            continue
+        if all(isinstance(obj.get(k), str) for k in ("qid", "doc_id")) and obj.get("label") in LABELS:
+            rows.append({"qid": obj["qid"], "doc_id": obj["doc_id"], "verdict": obj["label"]})
+        else:
+            unreadable += 1
+    return rows, unreadable
+
+
+def set_aside(folder: Path, rows: list[dict], now: datetime | None = None) -> Path:
+    """`rows` (qid, doc_id, verdict) as a new file `manual_set_aside_<UTC time>.jsonl` in `folder`."""
+    stamp = (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    folder.mkdir(parents=True, exist_ok=True)
+    path, n = folder / f"manual_set_aside_{stamp}.jsonl", 1
+    while path.exists():
+        n += 1
+        path = folder / f"manual_set_aside_{stamp}_{n}.jsonl"
+    replace_file(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    return path
+
+
+def _warn(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _not_carried(old: GoldenSet, new: GoldenSet) -> list[dict]:
+    kept = {(j.qid, j.doc_id, j.label) for j in new.judgments if j.source == "manual"}
+    return [
+        {"qid": j.qid, "doc_id": j.doc_id, "verdict": j.label}
+        for j in old.judgments
+        if j.source == "manual" and (j.qid, j.doc_id, j.label) not in kept
+    ]
+
+
+def _add_back(folder: Path, path: Path) -> str:
+    return f"python -m cortex_exp.golden add-judgments {folder} {path}"
+
+
 def carry_forward(new: GoldenSet, folder: Path, how: str) -> GoldenSet:
-    """`new`, about to be written into `folder`: the previous set's manual judgments carried, the
-    counts updated, and the lineage recorded when `folder` held a set."""
+    """`new`, about to be written into `folder`: the previous set's manual judgments carried (the
+    ones it cannot carry written aside first), the counts updated, and the lineage recorded when
+    `folder` held a set."""
     folder = Path(folder)
     old, why = read_previous(folder)
     if old is None and why is None:
         return update_counts(new)
     if old is None:
-        print(
-            f"WARNING: PREVIOUS SET NOT VERIFIED: {folder}: {why}; the rebuilt set carries none of its "
-            "manual judgments and its lineage records no changes",
-            file=sys.stderr,
-            flush=True,
-        )
-        new.manifest["lineage"] = {"previous_golden_id": _stored_id(folder), "how": how, "verified": False}
-        new.manifest["lineage"]["why"] = why
+        rows, unreadable = _manual_lines(folder)
+        lineage = {"previous_golden_id": _stored_id(folder), "how": how, "verified": False, "why": why}
+        kept = "  it held no manual judgment"
+        if rows:
+            aside = set_aside(folder, rows)
+            lineage["manual_set_aside"] = {"file": aside.name, "judgments": len(rows)}
+            kept = f"  its {len(rows)} manual judgment(s) are kept in {aside}\n"
+            kept += f"  check them, then add them back with: {_add_back(folder, aside)}"
+        if unreadable:
+            kept += f"\n  ({unreadable} line(s) of its {JUDGMENTS} could not be read)"
+        _warn(f"WARNING: PREVIOUS SET NOT VERIFIED: {folder}: {why}; the rebuilt set carries none of it\n{kept}")
+        new.manifest["lineage"] = lineage
         return update_counts(new)
     new, carried = carry_manual(new, old)
     update_counts(new)
+    left = _not_carried(old, new)
+    if left:
+        aside = set_aside(folder, left)
+        carried["manual_set_aside"] = {"file": aside.name, "judgments": len(left)}
+        _warn(
+            f"WARNING: MANUAL JUDGMENTS SET ASIDE: {folder}: {len(left)} manual judgment(s) of the previous set are "
+            f"not in the new one (superseded by the serve log, or their query or document is gone); they are kept "
+            f"in {aside} (to add back what still applies: {_add_back(folder, aside)})"
+        )
     new.manifest["lineage"] = record(old, new, how, **carried)
     return new

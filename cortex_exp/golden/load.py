@@ -13,8 +13,10 @@ from pathlib import Path
 from cortex_exp.data.files import read_json
 from cortex_exp.data.jsonl import Problems, check_field, iter_jsonl
 from cortex_exp.errors import InputError
+from cortex_exp.golden.commit import finish_pending
 from cortex_exp.golden.store import (
     CORPUS_HASHES,
+    GOLDEN_FILES,
     JUDGMENTS,
     LABELS,
     MANIFEST,
@@ -30,7 +32,10 @@ from cortex_exp.golden.verify import check_stored
 
 
 def read_manifest(folder: Path) -> dict:
-    """`manifest.json` of a golden-set folder: a JSON object, else `InputError` naming it."""
+    """`manifest.json` of a golden-set folder: a JSON object, else `InputError` naming it. (A write
+    that was interrupted after its commit is finished first: `commit.py`.)"""
+    if Path(folder).is_dir():
+        finish_pending(Path(folder), GOLDEN_FILES)
     path = Path(folder) / MANIFEST
     if not path.exists():
         raise InputError(f"{path}: missing; not a golden-set folder")
@@ -109,10 +114,11 @@ def _read_hashes(folder: Path) -> dict[str, str]:
     return hashes
 
 
-def load_golden(folder: Path) -> GoldenSet:
+def load_golden(folder: Path, sealed: bool = True) -> GoldenSet:
     """Load a golden-set folder and check it still holds what was built (`verify.check_stored`);
     raise `InputError` naming the file and line of any problem, `GOLDEN SET MODIFIED` when the
-    files no longer match their stored golden_id, counts or corpus fingerprint."""
+    files no longer match their stored golden_id, counts, corpus fingerprint or (unless
+    `sealed=False`) the manifest's seal."""
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(
@@ -123,5 +129,5 @@ def load_golden(folder: Path) -> GoldenSet:
     queries = _read_queries(folder / QUERIES)
     judgments = _read_judgments(folder / JUDGMENTS, {q.qid for q in queries})
     golden = GoldenSet(queries, judgments, manifest, _read_hashes(folder), folder)
-    check_stored(golden)
+    check_stored(golden, sealed)
     return golden

@@ -2,8 +2,9 @@
 golden set (docs/interface.md §3 "Manual judgments").
 
 FILE is what `golden review` wrote, filled in: JSON lines, or CSV (by its first character: `{`
-is JSON lines), each with at least `qid`, `doc_id` and `verdict` — `positive`, `noise`, or empty
-(not judged yet: skipped). Every line is checked before anything is written (exit 2 naming
+is JSON lines), each with at least `qid`, `doc_id` and `verdict` — `positive`, `noise`, the serve
+log's words `helped` (positive) and `wrong` (noise), or empty (not judged yet: skipped). Every
+line is checked before anything is written (exit 2 naming
 `file:line`): the query must be in the set, the document in the corpus it was built on, a pair
 judged once in the file, and a pair the set already judges must carry the same label (it is
 then skipped: one judgment per query and document). The new judgments get `source: manual`;
@@ -20,13 +21,13 @@ import io
 from datetime import UTC, datetime
 from pathlib import Path
 
-from cortex_exp.data.files import read_input
-from cortex_exp.data.jsonl import Problems, check_field, iter_jsonl
+from cortex_exp.data.files import decode_text, read_input, starts_json
+from cortex_exp.data.jsonl import Problems, check_field, iter_objects
 from cortex_exp.errors import InputError
 from cortex_exp.golden.lineage import record, update_counts
 from cortex_exp.golden.load import load_golden
 from cortex_exp.golden.manifest import sha256_file
-from cortex_exp.golden.store import LABELS, GoldenSet, Judgment, judgment_clash, write_golden
+from cortex_exp.golden.store import MANIFEST, GoldenSet, Judgment, judgment_clash, write_golden
 
 REQUIRED = ("qid", "doc_id", "verdict")
 
@@ -34,19 +35,32 @@ REQUIRED = ("qid", "doc_id", "verdict")
 def read_rows(path: Path, problems: Problems):
     """(line, {field: value}) of a JSON-lines or CSV file."""
     raw = read_input(Path(path), "a file of verdicts (JSON lines or CSV)")
-    if raw.lstrip()[:1] == b"{":
-        yield from iter_jsonl(path, problems)
+    if starts_json(raw):
+        yield from ((line, obj) for line, _, _, obj in iter_objects(io.BytesIO(raw), Path(path), problems))
         return
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 (byte {exc.start}); save the file as UTF-8") from None
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    missing = [f for f in REQUIRED if f not in (reader.fieldnames or [])]
+    yield from csv_records(decode_text(raw, Path(path)), Path(path))
+
+
+def csv_records(text: str, path: Path):
+    """(first physical line, {column: value}) of each CSV record after the header, blank lines
+    skipped: a record whose quoted field spans lines is cited by the line it starts on."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, [])
+    missing = [f for f in REQUIRED if f not in header]
     if missing:
         raise InputError(f"{path}:1: the CSV header has no column {', '.join(missing)} (needs {', '.join(REQUIRED)})")
-    for row in reader:
-        yield reader.line_num, {k: v for k, v in row.items() if k is not None}
+    while True:
+        start = reader.line_num + 1
+        row = next(reader, None)
+        if row is None:
+            return
+        if row:
+            yield start, dict(zip(header, row + [None] * (len(header) - len(row)), strict=False))
+
+
+# a verdict's words -> its label: the golden set's own, and the serve log's (`wrong` is noise, as
+# a build labels it; docs/interface.md §3)
+WORDS = {"positive": "positive", "noise": "noise", "helped": "positive", "wrong": "noise"}
 
 
 def _verdict(obj: dict, problems: Problems, line: int) -> str | None:
@@ -54,9 +68,13 @@ def _verdict(obj: dict, problems: Problems, line: int) -> str | None:
     value = obj.get("verdict")
     if value is None or (isinstance(value, str) and not value.strip()):
         return ""
-    if isinstance(value, str) and value.strip().lower() in LABELS:
-        return value.strip().lower()
-    problems.add(line, f"verdict must be 'positive', 'noise' or empty (not judged), got {str(value)[:40]!r}")
+    if isinstance(value, str) and value.strip().lower() in WORDS:
+        return WORDS[value.strip().lower()]
+    problems.add(
+        line,
+        "verdict must be 'positive' or 'helped', 'noise' or 'wrong' (noise), or empty (not judged), "
+        f"got {str(value)[:40]!r}",
+    )
     return None
 
 
@@ -105,11 +123,17 @@ def add_judgments(golden_dir: Path, path: Path, out_dir: Path | None = None, now
     """The golden set with `path`'s verdicts added, written to `out_dir` (default: in place);
     (the new set, the old set, what was read)."""
     old = load_golden(golden_dir)
+    target = Path(out_dir or golden_dir)
+    if target.resolve() != Path(golden_dir).resolve() and (target / MANIFEST).exists():
+        raise InputError(  # it would replace that other set, and with it its own manual judgments
+            f"--out {target}: already holds a golden set (not {golden_dir}, whose verdicts these are); "
+            "choose a new or empty folder, or add the verdicts in place"
+        )
     new_judgments, empty, alike = read_verdicts(Path(path), old)
     if not new_judgments:
         raise InputError(
             f"{path}: no new verdict to add ({empty} line(s) not filled in, {alike} the set already judges alike); "
-            "fill the column verdict with positive or noise"
+            "fill the column verdict with positive or noise (or the serve log's helped, noise, wrong)"
         )
     judgments = sorted(old.judgments + new_judgments, key=lambda j: (j.qid, j.doc_id))
     new = GoldenSet(old.queries, judgments, _copy(old.manifest), dict(old.corpus_hashes))
@@ -120,7 +144,7 @@ def add_judgments(golden_dir: Path, path: Path, out_dir: Path | None = None, now
     entry["noise"] = sum(j.label == "noise" for j in new_judgments)
     new.manifest["manual"] = [*old.manifest.get("manual", []), entry]
     new.manifest["lineage"] = record(old, new, "add-judgments")
-    write_golden(new, Path(out_dir or golden_dir))
+    write_golden(new, target)
     return new, old, {"added": len(new_judgments), "empty": empty, "alike": alike}
 
 

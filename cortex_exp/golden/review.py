@@ -4,10 +4,10 @@ comparison and that nobody judged, as a file a person fills in (docs/interface.m
 Per query both runs scored: every document one run ranks in its top K and the other does not,
 that the golden set does not judge for that query — the documents whose relevance the
 comparison cannot see. One line per (query, document), sorted by query then by who surfaced it:
-`qid`, `doc_id`, `verdict` (empty: to fill with `positive` or `noise`), `surfaced_by` (`A` or
-`B`), `rank_a`, `rank_b` (rank in each run's logged top, or empty), `query`, `project`,
-`title`, `text`. FILE ending in `.csv` is CSV (a spreadsheet opens it), anything else JSON
-lines. Then: `python -m cortex_exp.golden add-judgments GOLDEN_DIR FILE`.
+`qid`, `doc_id`, `verdict` (empty: to fill with `positive` or `noise`, or the serve log's words
+`helped`, `noise`, `wrong`), `surfaced_by` (`A` or `B`), `rank_a`, `rank_b` (rank in each run's
+logged top, or empty), `query`, `project`, `title`, `text`. FILE ending in `.csv` is CSV (a
+spreadsheet opens it), anything else JSON lines. Then: `python -m cortex_exp.golden add-judgments GOLDEN_DIR FILE`.
 
 K defaults to the smallest K the runs logged `judged_at_K` for (the K of `WARNING: UNJUDGED`).
 `--queries N` keeps a random sample of N of the queries with something to judge (seeded by
@@ -28,6 +28,7 @@ from pathlib import Path
 
 from cortex_exp.data.corpus import load_corpus
 from cortex_exp.errors import InputError
+from cortex_exp.golden.commit import replace_file
 from cortex_exp.golden.load import load_golden
 
 COLUMNS = ("qid", "doc_id", "verdict", "surfaced_by", "rank_a", "rank_b", "query", "project", "title", "text")
@@ -113,7 +114,7 @@ def write_review(rows: list[dict], out: Path) -> None:
     else:
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    replace_file(out, text)  # through a temporary file: an interrupt leaves no half-written file to fill in
 
 
 def review(opts):

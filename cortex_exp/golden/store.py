@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cortex_exp.data.jsonl import write_jsonl
 from cortex_exp.errors import InputError
+from cortex_exp.golden.commit import commit, finish_pending, ours, write_text
 
 QUERIES = "queries.jsonl"
 JUDGMENTS = "judgments.jsonl"
@@ -21,6 +21,7 @@ MANIFEST = "manifest.json"
 LABELS = ("positive", "noise")
 SOURCES = ("manual",)  # a judgment's `source`, when it is not the serve log
 CORPUS_HASHES = "corpus_hashes.json"
+SEAL = "seal"  # in the manifest: a digest of each of its other fields, as written (verify.py)
 KNOWN_BIAS = (
     "Only documents that were served have a label: a relevant document the system "
     "never served counts as not found, so recall is measured against what was served."
@@ -92,11 +93,15 @@ GOLDEN_FILES = (QUERIES, JUDGMENTS, CORPUS_HASHES, GOLDEN_ID, MANIFEST)  # the m
 
 
 def check_out_dir(out_dir: Path, inputs=(), extra_outputs=()) -> None:
-    """Refuse to write where it would destroy something: a folder that holds other things, or an input."""
+    """Refuse to write where it would destroy something: a folder that holds other things, or an
+    input. (A write that was interrupted after its commit is finished first: `commit.py`.)"""
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"--out {out_dir}: exists and is not a folder")
-    if out_dir.is_dir() and not (out_dir / MANIFEST).exists() and any(out_dir.iterdir()):
+    if out_dir.is_dir():
+        finish_pending(out_dir, GOLDEN_FILES)
+    others = [p for p in out_dir.iterdir() if not ours(p.name)] if out_dir.is_dir() else []
+    if others and not (out_dir / MANIFEST).exists():
         raise InputError(
             f"--out {out_dir}: exists, is not empty and is not a golden-set folder; "
             "refusing to write into it (choose a new or empty folder)"
@@ -107,27 +112,48 @@ def check_out_dir(out_dir: Path, inputs=(), extra_outputs=()) -> None:
             raise InputError(f"--out {out_dir}: would overwrite the input {path}; choose another folder")
 
 
-def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+def seal_of(manifest: dict) -> dict[str, str]:
+    """The manifest's seal: each field but the seal -> a digest of its canonical JSON."""
+    return {
+        key: hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+        for key, value in sorted(manifest.items())
+        if key != SEAL
+    }
 
 
-def write_golden(golden: GoldenSet, out_dir: Path, inputs=(), extra_outputs=()) -> Path:
-    """Write the golden-set files into `out_dir`, each atomically, the manifest last.
+def _lines(rows) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+def write_golden(
+    golden: GoldenSet,
+    out_dir: Path,
+    inputs=(),
+    extra_outputs=(),
+    extra: dict[str, Callable[[Path], None]] | None = None,
+) -> Path:
+    """Write the golden set into `out_dir`, all or nothing (`commit.py`): an interrupt at any point
+    leaves the old set or the new one. The manifest is sealed (`seal_of`). `extra` adds files to
+    the same commit (name -> a function that writes it at the path it is given).
 
     Other files in the folder are left alone; a folder that is not a golden set (and not
     empty), or an output that is one of the `inputs`, is refused before anything is written."""
     out_dir = Path(out_dir)
-    check_out_dir(out_dir, inputs, extra_outputs)
+    check_out_dir(out_dir, inputs, (*extra_outputs, *(extra or {})))
     check_consistent(golden.queries, golden.judgments, str(out_dir))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    manifest = dict(golden.manifest, golden_id=golden.golden_id)
-    write_jsonl(out_dir / QUERIES, (q.as_json() for q in golden.queries))
-    write_jsonl(out_dir / JUDGMENTS, (j.as_json() for j in golden.judgments))
-    _write_text(out_dir / CORPUS_HASHES, json.dumps(dict(sorted(golden.corpus_hashes.items())), indent=0) + "\n")
-    _write_text(out_dir / GOLDEN_ID, golden.golden_id + "\n")
-    _write_text(out_dir / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    manifest = {k: v for k, v in golden.manifest.items() if k != SEAL}
+    manifest["golden_id"] = golden.golden_id
+    manifest[SEAL] = seal_of(manifest)
+    hashes = json.dumps(dict(sorted(golden.corpus_hashes.items())), indent=0) + "\n"
+    texts = {
+        QUERIES: _lines(q.as_json() for q in golden.queries),
+        JUDGMENTS: _lines(j.as_json() for j in golden.judgments),
+        CORPUS_HASHES: hashes,
+        GOLDEN_ID: golden.golden_id + "\n",
+        MANIFEST: json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
+    }
+    writers = {name: (lambda path, text=text: write_text(path, text)) for name, text in texts.items()}
+    commit(out_dir, {**(extra or {}), **writers}, order=GOLDEN_FILES)
     golden.manifest = manifest
     golden.path = out_dir
     return out_dir

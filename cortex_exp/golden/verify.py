@@ -4,7 +4,10 @@ Recomputed from the files and compared with what the build stored:
 - the golden_id (a digest of the queries and judgments) against the `golden_id` file and the
   manifest's `golden_id`;
 - the manifest's `counts` of queries, projects, positives and noise against the files;
-- the manifest's `corpus_fingerprint` and `corpus_size` against `corpus_hashes.json`.
+- the manifest's `corpus_fingerprint` and `corpus_size` against `corpus_hashes.json`;
+- every other field of the manifest (`built_at`, `source`, `filters`, `lineage`, ... all that a
+  gate or a rebuild reads) against its `seal`, the digest of each field as it was written: an
+  edited field is named, and a manifest without a seal (edited, or written before sealing) too.
 Any difference is `GOLDEN SET MODIFIED: ...` (exit 2), naming each difference and the command
 that rebuilds the set from its inputs. (A digest proves the files were not changed by accident
 or by a hand edit; it is not a signature against someone who recomputes it.)
@@ -12,11 +15,15 @@ or by a hand edit; it is not a signature against someone who recomputes it.)
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime, timedelta
+
 from cortex_exp.data.corpus import fingerprint_of
 from cortex_exp.errors import InputError
-from cortex_exp.golden.store import GOLDEN_ID, MANIFEST, GoldenSet, rebuild_command
+from cortex_exp.golden.store import GOLDEN_ID, MANIFEST, SEAL, GoldenSet, rebuild_command, seal_of
 
 PREFIX = "GOLDEN SET MODIFIED"
+REBUILD = "; rebuild it from its inputs with: "
 
 
 OPTIONAL_COUNTS = ("manual_positives", "manual_noise")  # absent from a manifest: 0
@@ -88,17 +95,54 @@ def _fingerprint_differences(golden: GoldenSet) -> list[str]:
     return out
 
 
-def differences(golden: GoldenSet) -> list[str]:
-    """Every way the files differ from what was stored at build time (empty: they match)."""
-    return _id_differences(golden) + _count_differences(golden) + _fingerprint_differences(golden)
+def _impossible_built_at(golden: GoldenSet) -> list[str]:
+    """Why an edited `built_at` cannot be a build time (the stale gate's own words), if it cannot."""
+    raw, where = golden.manifest.get("built_at"), golden.path / MANIFEST if golden.path else MANIFEST
+    try:
+        built = datetime.fromisoformat(raw) if isinstance(raw, str) else None
+    except (ValueError, OverflowError):
+        return [f"{where}: field 'built_at' is not an ISO-8601 time in range: {raw[:40]!r}"]
+    if built is None:
+        return [f"{where}: field 'built_at' is missing or not a string ({str(raw)[:40]!r})"]
+    built = built.replace(tzinfo=UTC) if built.tzinfo is None else built
+    if built > datetime.now(UTC) + timedelta(minutes=5):
+        return [f"{where}: field 'built_at' {raw!r} is in the future"]
+    return []
 
 
-def check_stored(golden: GoldenSet) -> None:
+def _seal_differences(golden: GoldenSet) -> list[str]:
+    stored, now = golden.manifest.get(SEAL), seal_of(golden.manifest)
+    if not isinstance(stored, dict):
+        return [
+            f"{MANIFEST} has no {SEAL!r} object (the digest of each field as written): it was edited, or written "
+            "before manifests were sealed"
+        ]
+    out = _impossible_built_at(golden) if stored.get("built_at") != now.get("built_at") else []
+    for key in sorted(now.keys() | stored.keys()):
+        if key not in stored:
+            out.append(f"{MANIFEST} field {key!r} was added after the set was written")
+        elif key not in now:
+            out.append(f"{MANIFEST} field {key!r} was removed after the set was written")
+        elif stored[key] != now[key]:
+            value = json.dumps(golden.manifest[key], ensure_ascii=False)
+            out.append(f"{MANIFEST} field {key!r} was changed after the set was written (now {value[:60]})")
+    return out
+
+
+def differences(golden: GoldenSet, sealed: bool = True) -> list[str]:
+    """Every way the files differ from what was stored at build time (empty: they match);
+    `sealed=False`: only the queries, judgments and hashes against the manifest (a rebuild that
+    decides whether the previous set's manual judgments can be carried)."""
+    found = _id_differences(golden) + _count_differences(golden) + _fingerprint_differences(golden)
+    return found + (_seal_differences(golden) if sealed else [])
+
+
+def check_stored(golden: GoldenSet, sealed: bool = True) -> None:
     """`InputError` (exit 2) `GOLDEN SET MODIFIED: ...` when the files differ from what was stored."""
-    found = differences(golden)
+    found = differences(golden, sealed)
     if found:
         raise InputError(
-            f"{PREFIX}: {golden.path}: its files no longer match what was stored when it was built; "
-            f"rebuild it from its inputs with: {rebuild_command(golden.path)}",
+            f"{PREFIX}: {golden.path}: its files no longer match what was stored when it was built"
+            f"{REBUILD}{rebuild_command(golden.path)}",
             found,
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cortex_exp.metrics import higher_is_better
+from cortex_exp.metrics import CONDENSED, family_of, higher_is_better
 
 
 def plot_sweep(points: list[tuple[float, dict[str, float]]], primary: str, param: str, path: Path) -> Path:
@@ -15,7 +15,7 @@ def plot_sweep(points: list[tuple[float, dict[str, float]]], primary: str, param
 
     points = sorted(points)
     xs = [x for x, _ in points]
-    names = [m for m in points[0][1] if m.startswith(("recall_at_", "ndcg_at_", "mrr"))]
+    names = [m for m in points[0][1] if (f := family_of(m)) and f.plotted and not m.startswith(CONDENSED)]
     fig = Figure(figsize=(7, 4.2), dpi=110)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)

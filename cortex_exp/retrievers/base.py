@@ -79,8 +79,6 @@ def sort_pairs(pairs: dict[str, float], k: int) -> Ranking:
 class Index(ABC):
     """A retriever fitted to one corpus."""
 
-    component: str = "lexical"
-
     @abstractmethod
     def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
         """One ranking per query, at most k documents each."""
@@ -111,8 +109,6 @@ class Answer:
 class SystemIndex(Index):
     """A whole search system with sides of its own (a search service)."""
 
-    component = "service"
-
     @abstractmethod
     def answer(self, queries: Sequence[str], k: int, ids: Sequence[str] | None = None) -> Answer:
         """The system's ranking and its sides' of every query (`ids` name them to the system)."""
@@ -124,20 +120,17 @@ class SystemIndex(Index):
 class KeyedIndex(Index):
     """Rankings made elsewhere, by query id (a ranking file); never asked free text."""
 
-    component = "runfile"
-
     @abstractmethod
     def answer_ids(self, qids: Sequence[str], k: int) -> Answer:
         """The rankings of these query ids, at most k deep; `InputError` names the ids it lacks."""
 
     def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
-        raise ComponentError(self.component, "holds rankings made elsewhere, by query id; it cannot rank new text")
+        raise ComponentError("runfile", "holds rankings made elsewhere, by query id; it cannot rank new text")
 
 
 class Retriever(ABC):
     """A retriever value: parameters only; `index(corpus)` does the work."""
 
-    component: str = "lexical"
     external: bool = False  # answers from outside the process: never memoized nor cached
 
     @abstractmethod

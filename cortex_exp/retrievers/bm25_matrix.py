@@ -10,13 +10,17 @@ arrays it gives (`data`, `indices`, `indptr`) are bit for bit bm25s's for the sa
 (tests/test_bm25_matrix.py), so bm25s scores the queries exactly as it would have.
 
 `add(docs, token_ids, n_docs)` takes a chunk: each token's term id and document; it keeps
-only the distinct (document, term) pairs with their frequency, and each document's length.
+only the distinct (document, term) pairs with their frequency, and each document's length
+(`pairs`, which a worker process can compute on its own: `add_pairs` takes its result).
 `scores(n_vocab)` then computes the document frequencies' idf, the average length, and fills
-the matrix chunk by chunk, freeing each chunk as it goes.
+the matrix chunk by chunk, reading each chunk's pairs back from the temporary file they
+waited in (so the pairs and the matrix are never both in memory).
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,35 +28,77 @@ from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
 
 
 @dataclass
-class _Chunk:
+class Pairs:
+    """A chunk of documents as its distinct (document, term) pairs."""
+
     terms: np.ndarray  # int32: the term of every distinct (document, term) pair, by document then term
     tf: np.ndarray  # its frequency in the document
     per_doc: np.ndarray  # int64: pairs of each document of the chunk
     lengths: np.ndarray  # int64: tokens of each document of the chunk
 
 
+def pairs(docs: np.ndarray, token_ids: np.ndarray, n_docs: int) -> Pairs:
+    """The distinct (document, term) pairs of a chunk of `n_docs` documents, from every token's
+    document (0..n_docs-1) and term id, in any order. Within a document the pairs go by term id;
+    the matrix does not depend on that order (`_place` sorts a chunk by term, documents in
+    order within a term), so term ids may be renumbered afterwards (a worker's own numbering)."""
+    docs = np.asarray(docs, dtype=np.int64)
+    lengths = np.bincount(docs, minlength=n_docs).astype(np.int64)
+    found, tf = np.unique((docs << 32) | np.asarray(token_ids, dtype=np.int64), return_counts=True)
+    terms = (found & 0xFFFFFFFF).astype(np.int32)
+    per_doc = np.bincount(found >> 32, minlength=n_docs).astype(np.int64)
+    top = tf.max(initial=0)
+    tf = tf.astype(np.uint8 if top < 1 << 8 else np.uint16 if top < 1 << 16 else np.int64)
+    return Pairs(terms, tf, per_doc, lengths)
+
+
+@dataclass
+class _Spilled:
+    """A chunk whose pairs' terms and frequencies wait in the spill file."""
+
+    at: int  # where its terms begin in the file; its frequencies follow
+    n: int  # its pairs
+    tf_dtype: np.dtype
+    per_doc: np.ndarray
+    lengths: np.ndarray
+
+
 class Bm25Matrix:
-    """Accumulates chunks of documents, then gives bm25s's `scores` dict."""
+    """Accumulates chunks of documents, then gives bm25s's `scores` dict. A chunk's pairs wait
+    in a temporary file (`tempfile`, deleted when closed), not in memory: the matrix is filled
+    from them chunk by chunk, so the pairs and the matrix are never both held (at a million
+    documents, ~0.6 GB of pairs beside the ~0.8 GB matrix)."""
 
     def __init__(self, k1: float, b: float, method: str, delta: float = 0.5):
         self.k1, self.b, self.method, self.delta = k1, b, method, delta
-        self.chunks: list[_Chunk] = []
+        self.chunks: list[_Spilled] = []
         self.df = np.zeros(0, dtype=np.int64)
+        self._spill = tempfile.TemporaryFile()
+        self._end = 0
 
     def add(self, docs: np.ndarray, token_ids: np.ndarray, n_docs: int) -> None:
         """One chunk of `n_docs` documents: every token's term id and its document (0..n_docs-1),
         in any order — a document's length is its count of tokens."""
-        docs = np.asarray(docs, dtype=np.int64)
-        lengths = np.bincount(docs, minlength=n_docs).astype(np.int64)
-        pairs, tf = np.unique((docs << 32) | np.asarray(token_ids, dtype=np.int64), return_counts=True)
-        terms = (pairs & 0xFFFFFFFF).astype(np.int32)
-        per_doc = np.bincount(pairs >> 32, minlength=n_docs).astype(np.int64)
-        tf = tf.astype(np.uint16 if tf.max(initial=0) < 1 << 16 else np.int64)
-        self.chunks.append(_Chunk(terms, tf, per_doc, lengths))
+        self.add_pairs(pairs(docs, token_ids, n_docs))
+
+    def add_pairs(self, chunk: Pairs) -> None:
+        """One chunk's distinct (document, term) pairs (`pairs`), the chunks in document order."""
+        terms = np.ascontiguousarray(chunk.terms, dtype=np.int32)
+        self.chunks.append(_Spilled(self._end, len(terms), chunk.tf.dtype, chunk.per_doc, chunk.lengths))
+        self._spill.write(terms.tobytes())
+        self._spill.write(np.ascontiguousarray(chunk.tf).tobytes())
+        self._end += terms.nbytes + chunk.tf.nbytes
         counts = np.bincount(terms)
         if len(counts) > len(self.df):
             self.df = np.concatenate([self.df, np.zeros(len(counts) - len(self.df), dtype=np.int64)])
         self.df[: len(counts)] += counts
+
+    def _read(self, chunk: _Spilled) -> tuple[np.ndarray, np.ndarray]:
+        """(terms, frequencies) of a chunk, read back from the spill file."""
+        tf_bytes = chunk.n * chunk.tf_dtype.itemsize
+        raw = os.pread(self._spill.fileno(), chunk.n * 4 + tf_bytes, chunk.at)
+        terms = np.frombuffer(raw, dtype=np.int32, count=chunk.n)
+        return terms, np.frombuffer(raw, dtype=chunk.tf_dtype, count=chunk.n, offset=chunk.n * 4)
 
     def _idf(self, n_vocab: int, n_docs: int) -> np.ndarray:
         """bm25s's `_build_idf_array`: its idf function of each document frequency, as float32."""
@@ -65,6 +111,7 @@ class Bm25Matrix:
 
     def scores(self, n_vocab: int) -> dict:
         """bm25s's `scores` dict (`data`, `indices`, `indptr`, `num_docs`); the chunks are freed."""
+        self._spill.flush()
         lengths = np.concatenate([c.lengths for c in self.chunks])
         n_docs, avg_doc_len = len(lengths), lengths.mean()
         del lengths
@@ -79,14 +126,16 @@ class Bm25Matrix:
         heads, first_doc = indptr[:-1].copy(), 0
         while self.chunks:
             chunk = self.chunks.pop(0)
+            terms, tf = self._read(chunk)
             l_d = np.repeat(chunk.lengths, chunk.per_doc)
             tfc = tfc_of(
-                tf_array=chunk.tf.astype(np.float32), l_d=l_d, l_avg=avg_doc_len, k1=self.k1, b=self.b, delta=self.delta
+                tf_array=tf.astype(np.float32), l_d=l_d, l_avg=avg_doc_len, k1=self.k1, b=self.b, delta=self.delta
             )
-            values = (idf[chunk.terms] * tfc).astype(np.float32)
+            values = (idf[terms] * tfc).astype(np.float32)
             docs = np.repeat(np.arange(first_doc, first_doc + len(chunk.lengths), dtype=np.int32), chunk.per_doc)
-            _place(chunk.terms, values, docs, heads, data, indices, n_vocab)
+            _place(terms, values, docs, heads, data, indices, n_vocab)
             first_doc += len(chunk.lengths)
+        self._spill.close()
         return {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}
 
 

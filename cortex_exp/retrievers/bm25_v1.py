@@ -25,7 +25,6 @@ class Bm25V1(Retriever):
     k1: float = 1.5
     b: float = 0.75
     epsilon: float = 0.25
-    component = "lexical"
 
     def __post_init__(self):
         check(
@@ -45,8 +44,6 @@ class Bm25V1(Retriever):
 
 
 class _Bm25V1Index(Index):
-    component = "lexical"
-
     def __init__(self, spec: Bm25V1, corpus: Corpus):
         from rank_bm25 import BM25Okapi
 

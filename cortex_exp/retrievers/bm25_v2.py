@@ -6,17 +6,19 @@ bm25s's BM25 variant: `lucene` (the default, Lucene's idf), `robertson` or `atir
 
 from __future__ import annotations
 
+import os
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import islice
 
 import numpy as np
 
 from cortex_exp.data.corpus import Corpus
+from cortex_exp.parallel import ordered_map
 from cortex_exp.progress import bar
 from cortex_exp.retrievers.base import EMPTY, Index, Ranking, Retriever, ranking_from_scores
-from cortex_exp.retrievers.bm25_matrix import Bm25Matrix
+from cortex_exp.retrievers.bm25_matrix import Bm25Matrix, Pairs, pairs
 from cortex_exp.retrievers.tokenize import PieceTerms, identifier_aware
 from cortex_exp.settings import check, is_int, is_number
 
@@ -30,7 +32,6 @@ class Bm25V2(Retriever):
     b: float = 0.75
     method: str = "lucene"
     title_weight: int = 2
-    component = "lexical"
 
     def __post_init__(self):
         check(
@@ -51,11 +52,12 @@ class Bm25V2(Retriever):
 
 
 class _Bm25V2Index(Index):
-    """bm25s scoring the matrix `Bm25Matrix` builds; documents tokenized in one streaming pass
-    over the corpus, in chunks: each distinct white-space piece tokenized once (`PieceTerms`),
-    a chunk's pieces turned into terms with numpy, the title's repeated `title_weight` times."""
-
-    component = "lexical"
+    """bm25s scoring the matrix `Bm25Matrix` builds; documents tokenized in chunks, on every
+    worker the run may use (`cortex_exp.parallel`): in each worker, each distinct white-space
+    piece tokenized once (`PieceTerms`), a chunk's pieces turned into terms with numpy, the
+    title's repeated `title_weight` times, the chunk's (document, term) pairs counted (`pairs`)
+    under the worker's own term ids. The chunks come back in order and their new terms join the
+    vocabulary in that order: the ids, and so every array, are those one process gives."""
 
     def __init__(self, spec: Bm25V2, corpus: Corpus):
         import bm25s
@@ -63,12 +65,18 @@ class _Bm25V2Index(Index):
         self.ids = corpus.ids
         self.vocab: dict[str, int] = {}
         matrix = Bm25Matrix(spec.k1, spec.b, spec.method)
-        pieces = PieceTerms(self.vocab)
+        spans = [(start, min(start + CHUNK, len(corpus))) for start in range(0, len(corpus), CHUNK)]
+        ids_of: dict[int, np.ndarray] = {}  # worker -> the vocabulary id of each of its term ids
         with bar(len(corpus), "indexing lexical (bm25_v2)", "doc") as done:
-            for chunk in chunks(corpus.docs, CHUNK):
-                docs, terms = _chunk_terms(pieces, chunk, spec.title_weight)
-                matrix.add(docs, terms, len(chunk))
-                done.update(len(chunk))
+            for worker, new_terms, chunk in ordered_map(
+                _tokenized, spans, _Tokenizer, (corpus.docs, spec.title_weight)
+            ):
+                known = ids_of.get(worker, np.zeros(0, dtype=np.int32))
+                added = np.array([self.vocab.setdefault(t, len(self.vocab)) for t in new_terms], dtype=np.int32)
+                ids_of[worker] = known = np.concatenate([known, added])
+                chunk.terms = known[chunk.terms]
+                matrix.add_pairs(chunk)
+                done.update(len(chunk.lengths))
         self.model = bm25s.BM25(k1=spec.k1, b=spec.b, method=spec.method)
         self.model.scores = matrix.scores(len(self.vocab))
         self.model.vocab_dict = self.vocab
@@ -86,6 +94,28 @@ class _Bm25V2Index(Index):
         return out
 
 
+class _Tokenizer:
+    """A worker's state: the corpus's documents, and its own vocabulary and piece table, kept
+    from chunk to chunk (a piece is tokenized once per worker)."""
+
+    def __init__(self, docs: Sequence, title_weight: int):
+        self.docs, self.title_weight = docs, title_weight
+        self.vocab: dict[str, int] = {}
+        self.pieces = PieceTerms(self.vocab)
+
+
+def _tokenized(state: _Tokenizer, span: tuple[int, int]) -> tuple[int, list[str], Pairs]:
+    """(this worker, the terms its vocabulary gained, in order, the chunk's pairs under its ids)
+    of the documents span[0]..span[1]. The terms a chunk adds to the whole vocabulary are among
+    those it added to this worker's, in the same order (a term the worker knew came from an
+    earlier chunk, merged before this one)."""
+    start, stop = span
+    chunk = state.docs[start:stop]
+    before = len(state.vocab)
+    docs, terms = _chunk_terms(state.pieces, chunk, state.title_weight)
+    return os.getpid(), list(islice(state.vocab, before, None)), pairs(docs, terms, len(chunk))
+
+
 def _chunk_terms(pieces: PieceTerms, chunk: list, title_weight: int) -> tuple[np.ndarray, np.ndarray]:
     """(document of each token, term id of each token) of a chunk: titles `title_weight` times."""
     codes = {"title": array("i"), "text": array("i")}
@@ -100,10 +130,3 @@ def _chunk_terms(pieces: PieceTerms, chunk: list, title_weight: int) -> tuple[np
         docs += [doc] * weight
         terms += [ids] * weight
     return np.concatenate(docs), np.concatenate(terms)
-
-
-def chunks(items: Iterable, size: int) -> Iterator[list]:
-    """`items` in lists of `size` (the last one shorter)."""
-    it = iter(items)
-    while chunk := list(islice(it, size)):
-        yield chunk

@@ -25,6 +25,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -60,40 +61,11 @@ TIE_TOLERANCE = 1e-5  # two paths through faiss may round one cosine differently
 APPROXIMATION = {"approximation": True}
 
 
-class IndexKind:
-    """`Dense.index` is two things: the parameter naming the faiss index (`flat` | `ivf` |
-    `hnsw`, the config key `retriever.dense.index`) and, as on every retriever, the method
-    `index(corpus)`. Read, it gives the kind — a `str`, equal to "flat" and logged as it —
-    that, called with a corpus, indexes it (`Dense.build`)."""
-
-    def __set_name__(self, owner, name: str):
-        self.slot = f"_{name}"
-
-    def __get__(self, obj, owner=None):
-        if obj is None:
-            return "flat"  # the dataclass default
-        value = obj.__dict__[self.slot]
-        return _BoundKind(value, obj) if isinstance(value, str) else value
-
-    def __set__(self, obj, value) -> None:
-        obj.__dict__[self.slot] = str(value) if isinstance(value, str) else value
-
-
-class _BoundKind(str):
-    def __new__(cls, value, owner):
-        kind = super().__new__(cls, value)
-        kind._owner = owner
-        return kind
-
-    def __call__(self, corpus: Corpus) -> Index:
-        return self._owner.build(corpus)
-
-
 @dataclass(frozen=True)
 class Dense(Retriever):
     """The dense side. `endpoint` None: the packaged local model (`model` names it), encoded by
     `backend` (`torch`, or an ONNX export of the same model: `onnx`, `onnx_int8`); else an
-    OpenAI-compatible embedding server at that URL, sent `model` as the model name. `index`:
+    OpenAI-compatible embedding server at that URL, sent `model` as the model name. `index_type`:
     the faiss index (`flat`, `ivf` with `nlist` and `nprobe`, `hnsw` with `hnsw_m`,
     `ef_construction` and `ef_search`); a parameter of another index is refused, and the
     chosen index's are filled with their defaults (`vector_index.DEFAULTS`).
@@ -110,7 +82,7 @@ class Dense(Retriever):
     batch_size: int = field(default=64, metadata=OPERATIONAL)
     timeout_s: float = field(default=30.0, metadata=OPERATIONAL)
     index_timeout_s: float = field(default=1800.0, metadata=OPERATIONAL)  # endpoint: the whole indexing
-    index: str = IndexKind()
+    index_type: str = "flat"
     nlist: int | None = field(default=None, metadata=APPROXIMATION)
     nprobe: int | None = field(default=None, metadata=APPROXIMATION)
     hnsw_m: int | None = field(default=None, metadata=APPROXIMATION)
@@ -119,7 +91,7 @@ class Dense(Retriever):
     cache_dir: str | None = field(default=None, metadata=INJECTED)
     show_progress: bool = field(default=True, compare=False, repr=False, metadata=INJECTED)
     encoder: Encoder | None = field(default=None, compare=False, repr=False, metadata=INJECTED)
-    component = "dense"
+    RENAMED: ClassVar[dict[str, str]] = {"index": "index_type"}  # old config key -> new (refused, naming it)
 
     def __post_init__(self):
         check(
@@ -158,33 +130,40 @@ class Dense(Retriever):
                     is_number(self.index_timeout_s) and self.index_timeout_s > 0,
                     f"a finite number of seconds > 0, got {self.index_timeout_s!r}",
                 ),
-                ("index", self.index in KINDS, f"one of {' | '.join(KINDS)}, got {self.index!r}"),
+                (
+                    "index_type",
+                    self.index_type in KINDS,
+                    f"one of {' | '.join(KINDS)}, got {self.index_type!r}",
+                ),
             ]
         )
         self._fill_index_parameters()
 
     def _fill_index_parameters(self) -> None:
         """The chosen index's parameters get their defaults; another index's are refused."""
-        mine = DEFAULTS.get(str(self.index), {})
+        mine = DEFAULTS.get(self.index_type, {})
         given = {n for n in mine if getattr(self, n) is not None}
         others = [n for kind in DEFAULTS.values() for n in kind if n not in mine and getattr(self, n) is not None]
         if others:
             raise SettingError(
-                [f"{n}: applies to index={_kind_of(n)} only (index is {self.index}); leave it unset" for n in others]
+                [
+                    f"{n}: applies to index_type={_kind_of(n)} only (index_type is {self.index_type}); leave it unset"
+                    for n in others
+                ]
             )
         for name, default in mine.items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, default)
-        if self.index == "ivf" and "nprobe" not in given and is_int(self.nlist):  # no more cells than there are
+        if self.index_type == "ivf" and "nprobe" not in given and is_int(self.nlist):  # no more cells than there are
             object.__setattr__(self, "nprobe", min(self.nprobe, self.nlist))
         check([(n, is_int(getattr(self, n)) and getattr(self, n) >= 1, "a positive integer") for n in mine])
-        if self.index == "ivf":
+        if self.index_type == "ivf":
             check([("nprobe", self.nprobe <= self.nlist, f"at most nlist ({self.nlist}), got {self.nprobe}")])
-        if self.index == "hnsw":
+        if self.index_type == "hnsw":
             check([("hnsw_m", self.hnsw_m >= 2, f"2 or more, got {self.hnsw_m}")])
 
     def index_spec(self) -> IndexSpec:
-        return IndexSpec(str(self.index), self.nlist, self.nprobe, self.hnsw_m, self.ef_construction, self.ef_search)
+        return IndexSpec(self.index_type, self.nlist, self.nprobe, self.hnsw_m, self.ef_construction, self.ef_search)
 
     @classmethod
     def using(cls, encoder: Encoder, **params) -> Dense:
@@ -210,8 +189,8 @@ class Dense(Retriever):
         root = Path(self.cache_dir) if self.cache_dir else None
         return CachedEncoder(encoder, EmbeddingCache(root, encoder.model_id, code_version(encoder)))
 
-    def build(self, corpus: Corpus) -> Index:
-        """`index(corpus)`: the documents embedded (through the cache) into the chosen faiss index."""
+    def index(self, corpus: Corpus) -> Index:
+        """The documents embedded (through the cache) into the chosen faiss index."""
         deadline = self.index_timeout_s if self.endpoint else None  # the local model has no deadline
         return DenseIndex(corpus, self.cached_encoder(), self.index_spec(), deadline)
 
@@ -222,8 +201,6 @@ def _kind_of(parameter: str) -> str:
 
 class DenseIndex(Index):
     """Document vectors in a faiss index (`VectorIndex`); `embedder.encoded` counts fresh encodings."""
-
-    component = "dense"
 
     def __init__(self, corpus: Corpus, embedder: CachedEncoder, spec: IndexSpec, deadline_s: float | None = None):
         self.ids = corpus.ids

@@ -14,6 +14,7 @@ query. Anything else is a `ProtocolError` naming where (`results[3].ranking[2].s
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 from cortex_exp.retrievers.base import Answer, Ranking
@@ -24,9 +25,13 @@ class ProtocolError(ValueError):
 
 
 def _score(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ProtocolError(f"{where}.score: must be a finite number, got {value!r}")
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or abs(value) > _LARGEST or not math.isfinite(value):  # an int past a double's range too
+        raise ProtocolError(f"{where}.score: must be a finite number, got {repr(value)[:40]}")
     return float(value)
+
+
+_LARGEST = sys.float_info.max
 
 
 def parse_ranking(items: Any, k: int, where: str) -> Ranking:

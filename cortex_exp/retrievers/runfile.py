@@ -2,28 +2,32 @@
 production), measured like any retriever (docs/interface.md §3 "Ranking files").
 
 Two formats, told apart by `format` (`auto`: JSONL when the first non-blank line starts with
-`{`, else TREC):
-- TREC, 6 columns `qid Q0 docid rank score tag` (`cortex_exp.data.trec`): ordered by score,
-  the rank column ignored, as trec_eval does; a query with no line is absent.
+`{`, a byte-order mark before it skipped, else TREC):
+- TREC, 6 columns `qid Q0 docid rank score tag` (`cortex_exp.data.trec`): ordered as trec_eval
+  orders it, the rank column ignored; a query with no line is absent.
 - JSONL, one query a line: `{"qid": str, "ranking": [{"doc_id", "score"}, ...],
   "components": {...}}` — the search-service shape (`protocol.py`), so a file may carry each
-  side's ranking too, and `"ranking": []` says the system answered nothing.
+  side's ranking too, and `"ranking": []` says the system answered nothing. Equal scores are
+  put in trec_eval's order too, so a ranking measures alike in either format.
 
-Every golden query must be in the file (`InputError` naming the missing ones); queries the
-golden set does not hold are ignored and counted. The file's sha256 is part of what the run
-records (`provenance`). Rankings longer than the run's depth are cut to it.
+The file is read once: what is parsed is the bytes its sha256 (`provenance`, the run's tag
+`rankings_sha256`) is of. An empty file, or one that misses golden queries, is bad input
+before any MLflow run exists (`require`, called while the run is prepared); queries the golden
+set does not hold are ignored and counted. Rankings longer than the run's depth are cut to it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from cortex_exp.data import trec
 from cortex_exp.data.corpus import Corpus
-from cortex_exp.data.jsonl import Problems, iter_jsonl
+from cortex_exp.data.files import read_input, starts_json
+from cortex_exp.data.jsonl import Problems, iter_objects
 from cortex_exp.errors import InputError
 from cortex_exp.retrievers.base import Answer, KeyedIndex, Ranking, Retriever
 from cortex_exp.retrievers.protocol import Parsed, ProtocolError, assemble, parse_result
@@ -39,7 +43,6 @@ class RunFile(Retriever):
 
     path: str | None = None
     format: str = "auto"
-    component = "runfile"
     external = True
 
     def __post_init__(self):
@@ -52,30 +55,38 @@ class RunFile(Retriever):
 
     def index(self, corpus: Corpus) -> RunFileIndex:
         path = Path(self.path)
-        if not path.is_file():
-            raise InputError(f"retriever.runfile.path: {path} is not a file")
-        raw = path.read_bytes()
+        raw = read_input(path, "the ranking file of retriever.runfile.path")  # once: digest and rankings alike
         kind = self.format if self.format != "auto" else sniff(raw)
-        parsed = read_trec(path) if kind == "trec" else read_jsonl(path)
+        parsed = read_trec(raw, path) if kind == "trec" else read_jsonl(raw, path)
+        if not parsed:
+            raise InputError(
+                f"{path}: the ranking file holds no ranking (retriever.runfile.path); "
+                "every golden query must be present"
+            )
         return RunFileIndex(path, kind, hashlib.sha256(raw).hexdigest(), parsed)
 
 
 def sniff(raw: bytes) -> str:
-    first = next((line for line in raw.splitlines() if line.strip()), b"")
-    return "jsonl" if first.lstrip().startswith(b"{") else "trec"
+    return "jsonl" if starts_json(raw) else "trec"
 
 
-def read_trec(path: Path) -> dict[str, Parsed]:
-    return {
-        qid: (Ranking(tuple(d for d, _ in pairs), tuple(s for _, s in pairs)), {}, {})
-        for qid, pairs in trec.read_run(path).items()
-    }
+def _ranking(pairs: Sequence[tuple[str, float]]) -> Ranking:
+    return Ranking(tuple(d for d, _ in pairs), tuple(s for _, s in pairs))
 
 
-def read_jsonl(path: Path) -> dict[str, Parsed]:
-    """qid -> (ranking, sides, side errors); every problem reported as file:line (exit 2)."""
+def read_trec(raw: bytes, path: Path) -> dict[str, Parsed]:
+    return {qid: (_ranking(pairs), {}, {}) for qid, pairs in trec.parse_run(raw, path).items()}
+
+
+def _trec_ties(ranking: Ranking) -> Ranking:
+    return _ranking(trec.trec_order(zip(ranking.doc_ids, ranking.scores)))
+
+
+def read_jsonl(raw: bytes, path: Path) -> dict[str, Parsed]:
+    """qid -> (ranking, sides, side errors), equal scores in trec_eval's order; every problem
+    reported as file:line (exit 2)."""
     problems, out, first = Problems(path), {}, {}
-    for line, obj in iter_jsonl(path, problems):
+    for line, _, _, obj in iter_objects(io.BytesIO(raw), path, problems):
         qid = obj.get("qid")
         if not isinstance(qid, str) or not qid:
             problems.add(line, f"field 'qid' must be a non-empty string, got {obj.get('qid')!r}")
@@ -84,10 +95,11 @@ def read_jsonl(path: Path) -> dict[str, Parsed]:
             problems.add(line, f"query {qid!r} appears twice (first on line {first[qid]})")
             continue
         try:
-            out[qid] = parse_result(obj, UNBOUNDED, "")
+            ranking, sides, errors = parse_result(obj, UNBOUNDED, "")
         except ProtocolError as exc:
             problems.add(line, str(exc).lstrip("."))
             continue
+        out[qid] = (_trec_ties(ranking), {n: _trec_ties(r) for n, r in sides.items()}, errors)
         first[qid] = line
     problems.raise_if_any("the JSONL ranking file")
     return out
@@ -96,8 +108,6 @@ def read_jsonl(path: Path) -> dict[str, Parsed]:
 class RunFileIndex(KeyedIndex):
     """The file's rankings by query id."""
 
-    component = "runfile"
-
     def __init__(self, path: Path, kind: str, sha256: str, parsed: dict[str, Parsed]):
         self.path, self.kind, self.sha256, self.parsed = path, kind, sha256, parsed
         self.not_in_golden = 0
@@ -105,7 +115,8 @@ class RunFileIndex(KeyedIndex):
     def __repr__(self) -> str:
         return f"RunFileIndex({str(self.path)!r}, {self.kind}, sha256={self.sha256[:12]})"
 
-    def answer_ids(self, qids: Sequence[str], k: int) -> Answer:
+    def require(self, qids: Sequence[str]) -> None:
+        """Every query of `qids` has a ranking in the file, else `InputError` naming the missing ones."""
         missing = [q for q in qids if q not in self.parsed]
         if missing:
             hint = (
@@ -118,6 +129,9 @@ class RunFileIndex(KeyedIndex):
                 f"{', '.join(missing[:10])}{', …' if len(missing) > 10 else ''}; "
                 f"every golden query must be present{hint}"
             )
+
+    def answer_ids(self, qids: Sequence[str], k: int) -> Answer:
+        self.require(qids)
         self.not_in_golden = len(set(self.parsed) - set(qids))
         cut = [_cut(self.parsed[q], k) for q in qids]
         try:
@@ -144,3 +158,11 @@ def _cut(parsed: Parsed, k: int) -> Parsed:
         {n: Ranking(r.doc_ids[:k], r.scores[:k]) for n, r in sides.items()},
         errors,
     )
+
+
+def require_queries(indexes: dict, qids: Sequence[str]) -> None:
+    """Every ranking file among `indexes` holds every query of `qids` (exit 2 otherwise): checked
+    before the MLflow run opens, so that a file missing queries creates no run."""
+    for index in indexes.values():
+        if isinstance(index, RunFileIndex):
+            index.require(qids)

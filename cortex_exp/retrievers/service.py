@@ -56,7 +56,6 @@ class SearchService(Retriever):
     backoff_s: float = field(default=0.2, metadata=OPERATIONAL)
     auth_env: str | None = field(default=None, metadata=OPERATIONAL)
     auth_header: str = field(default="Authorization", metadata=OPERATIONAL)
-    component = "service"
     external = True
 
     def __post_init__(self):
@@ -96,7 +95,7 @@ class SearchService(Retriever):
 
     def fail(self, url: str):
         """A failure's `ComponentError`; what the server said is scrubbed of the auth value."""
-        return lambda message: ComponentError(self.component, f"search service {url}: {scrub(message)}")
+        return lambda message: ComponentError("service", f"search service {url}: {scrub(message)}")
 
     def index(self, corpus: Corpus) -> ServiceIndex:
         return ServiceIndex(self, self.headers())
@@ -120,8 +119,6 @@ class SearchService(Retriever):
 
 class ServiceIndex(SystemIndex):
     """The search service, asked over HTTP; holds the auth header (never printed)."""
-
-    component = "service"
 
     def __init__(self, spec: SearchService, headers: dict[str, str]):
         self.spec = spec

@@ -12,14 +12,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from cortex_exp.data.corpus import Corpus, diff_hashes, fingerprint_of, record_json
-from cortex_exp.errors import ComponentError, GateRefused
+from cortex_exp.errors import ComponentError
+from cortex_exp.findings import Action, Finding
 from cortex_exp.retrievers.base import Ranking
 from cortex_exp.run.gates import pct
-from cortex_exp.run.log import log
-from cortex_exp.settings import RunSettings
-
-OVERRIDE = "To measure anyway pass gates.allow_degraded=true."
+from cortex_exp.run.verdict import ALLOW_DEGRADED, ANYWAY, OVERRIDE
+from cortex_exp.settings import GateSettings, RunSettings
 
 
 class Listing:
@@ -55,8 +56,9 @@ class Listing:
         return record_json(head, sorted(self.hashes.items()), {**self._about(), **(extra or {})})
 
 
-def corpus_in_use(settings: RunSettings, corpus: Corpus, degraded: list[str]) -> tuple[Corpus | Listing, list[str]]:
-    """The corpus the run's fingerprint and drift are about, and the warnings to print."""
+def corpus_in_use(settings: RunSettings, corpus: Corpus) -> tuple[Corpus | Listing, list[Finding]]:
+    """The corpus the run's fingerprint and drift are about, and what its listing found."""
+    found: list[Finding] = []
     for name, component in settings.retriever.components.items():
         lister = getattr(component, "corpus_listing", None)
         if lister is None:
@@ -64,47 +66,81 @@ def corpus_in_use(settings: RunSettings, corpus: Corpus, degraded: list[str]) ->
         try:
             hashes = lister()
         except ComponentError as exc:
-            message = f"COMPONENT DOWN: {name}: its corpus listing failed: {exc}"
-            if not settings.gates.allow_degraded:
-                raise GateRefused(f"{message}\nNo MLflow run was created. {OVERRIDE}") from exc
-            log(f"{message}  [measuring anyway: gates.allow_degraded=true]")
-            degraded.append(f"component {name} corpus listing down")
+            found.append(_listing_down(name, exc))
             continue
         if hashes is not None:
             listing = Listing(hashes, f"{name} corpus listing {component.corpus_url}", corpus)
-            return listing, _differs(listing, corpus)
-    return corpus, []
+            return listing, found + _differs(listing, corpus)
+    return corpus, found
 
 
-def _differs(listing: Listing, corpus: Corpus) -> list[str]:
+def _listing_down(name: str, exc: ComponentError) -> Finding:
+    message = f"COMPONENT DOWN: {name}: its corpus listing failed: {exc}"
+    return Finding(
+        "corpus_listing",
+        f"{message}\nNo MLflow run was created. {OVERRIDE}",
+        Action.REFUSE,
+        component=name,
+        override=ALLOW_DEGRADED,
+        reason=f"component {name} corpus listing down",
+        tag="component_down",
+        let_through=message + ANYWAY,
+    )
+
+
+def _differs(listing: Listing, corpus: Corpus) -> list[Finding]:
     diff = diff_hashes(corpus.hashes, listing.hashes)
     if not diff.total:
         return []
-    return [
+    message = (
         f"WARNING: SERVICE CORPUS DIFFERS: {listing.source} has {diff.describe()} documents against "
         f"data.corpus {corpus.path} ({len(listing)} listed, {len(corpus)} in the file); the run records the "
         "listing's fingerprint, and documents the file lacks count against CORPUS MISMATCH"
-    ]
+    )
+    return [Finding("corpus_listing", message, Action.WARN, blocks_decision=False, noted=True)]
 
 
-def unknown_documents(
-    settings: RunSettings, corpus: Corpus, rankings: list[Ranking], degraded: list[str]
-) -> dict[str, float]:
-    """Count results naming documents the corpus file does not know; refuse above the limit."""
-    total = sum(len(r.doc_ids) for r in rankings)
+@dataclass(frozen=True)
+class Unknown:
+    """Results naming documents the corpus file does not know."""
+
+    results: int  # every result the retriever returned
+    unknown: int  # of them, naming an unknown document
+    distinct: tuple[str, ...]  # those documents, sorted
+
+    @property
+    def share(self) -> float:
+        return self.unknown / self.results if self.results else 0.0
+
+    def figures(self) -> dict[str, float]:
+        return {"unknown_docs": float(len(self.distinct)), "unknown_share": self.share}
+
+
+def unknown_documents(corpus: Corpus, rankings: list[Ranking]) -> Unknown:
+    """Count results naming documents the corpus file does not know."""
     unknown = [d for r in rankings for d in r.doc_ids if d not in corpus]
-    distinct = sorted(set(unknown))
-    share = len(unknown) / total if total else 0.0
-    limit = settings.gates.max_unknown_share
-    if share > limit:
-        message = (
-            f"CORPUS MISMATCH: {len(unknown)} of {total} results ({pct(share)}%) name {len(distinct)} documents "
-            f"that {corpus.path or 'the corpus'} does not know (e.g. {', '.join(distinct[:5])}); limit {pct(limit)}% "
-            "(gates.max_unknown_share). The system searches another corpus than the golden set is judged on: "
-            "point data.corpus at the corpus it indexes, or reindex it."
+    return Unknown(sum(len(r.doc_ids) for r in rankings), len(unknown), tuple(sorted(set(unknown))))
+
+
+def mismatch_findings(found: Unknown, corpus: Corpus, settings: GateSettings) -> list[Finding]:
+    """CORPUS MISMATCH above `gates.max_unknown_share`: the run ends FAILED."""
+    share, limit = found.share, settings.max_unknown_share
+    if share <= limit:
+        return []
+    message = (
+        f"CORPUS MISMATCH: {found.unknown} of {found.results} results ({pct(share)}%) name {len(found.distinct)} "
+        f"documents that {corpus.path or 'the corpus'} does not know (e.g. {', '.join(found.distinct[:5])}); "
+        f"limit {pct(limit)}% (gates.max_unknown_share). The system searches another corpus than the golden set "
+        "is judged on: point data.corpus at the corpus it indexes, or reindex it."
+    )
+    return [
+        Finding(
+            "corpus_mismatch",
+            f"{message}\nThe MLflow run ends FAILED (tag refused=corpus_mismatch). {OVERRIDE}",
+            Action.REFUSE,
+            override=ALLOW_DEGRADED,
+            reason="corpus mismatch",
+            let_through=message + ANYWAY,
+            evidence={"unknown": found.unknown, "results": found.results, "distinct": len(found.distinct)},
         )
-        if not settings.gates.allow_degraded:
-            raise GateRefused(f"{message}\nThe MLflow run ends FAILED (tag refused=corpus_mismatch). {OVERRIDE}")
-        log(f"{message}  [measuring anyway: gates.allow_degraded=true]")
-        degraded.append("corpus mismatch")
-    return {"unknown_docs": float(len(distinct)), "unknown_share": share}
+    ]

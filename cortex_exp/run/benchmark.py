@@ -10,25 +10,30 @@ FAILED or KILLED, never RUNNING. A component that goes silent during the run fai
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cortex_exp import interrupts, metrics, tracking
 from cortex_exp.data.corpus import Corpus, load_corpus
-from cortex_exp.errors import GateRefused, InputError
+from cortex_exp.errors import InputError
+from cortex_exp.findings import Finding, degraded_reasons, noted, refusals
 from cortex_exp.golden import GoldenSet, load_golden
-from cortex_exp.retrievers.base import Index, Ranking
+from cortex_exp.parallel import use_workers
+from cortex_exp.retrievers.base import Index
+from cortex_exp.retrievers.runfile import require_queries
 from cortex_exp.rows import RowSpec, rerank, row_spec
-from cortex_exp.run import describe, gates
+from cortex_exp.run import checks, describe, gates
 from cortex_exp.run.agreement import Listing, corpus_in_use, unknown_documents
 from cortex_exp.run.indexes import build_indexes
 from cortex_exp.run.learned import load_features
 from cortex_exp.run.log import log
 from cortex_exp.run.prepare import prepare_data
-from cortex_exp.run.probe import ProbePlan, down_message, health_record, probe_all, probe_plan
-from cortex_exp.run.ranking import combine, live_failures, rank_components, side_failures, watch_probed
+from cortex_exp.run.probe import health_record, probe_all, probe_plan
+from cortex_exp.run.ranking import combine, rank_components, watch_probed
 from cortex_exp.run.record import final_tags, log_results, open_benchmark_run, summary_table
+from cortex_exp.run.verdict import Refusal, apply, refuse_deferred
 from cortex_exp.settings import RunSettings
 
 
@@ -49,7 +54,7 @@ class Measured:
     per_query: list[dict]
     means: dict[str, float]
     shares: dict
-    refusals: list[str]
+    findings: list[Finding]  # what the gates found while measuring, as recorded (deferred refusals kept)
     health: dict
     figures: dict[str, float] = field(default_factory=dict)  # operational and agreement figures, as metrics
     observed: bool = True  # every side of the system was seen (docs/interface.md §6 components_observed)
@@ -66,18 +71,20 @@ class Prepared:
     indexes: dict[str, Index]
     features: object
     health: dict
-    stale: bool
-    moved: bool
-    degraded: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    context: checks.Context  # what the gates of the measured stage start from
+    findings: list[Finding] = field(default_factory=list)  # what the gates found, as recorded
     passed: list[str] = field(default_factory=list)
     seconds: float = 0.0
-    plan: ProbePlan | None = None  # the probe's queries and the live check's, and their seed
+
+    @property
+    def warnings(self) -> list[str]:
+        return noted(self.findings)
 
 
 def run(settings: RunSettings) -> Outcome:
     """Refuse early (unreachable MLflow, bad input, stale set, component down), then open the
     MLflow run, measure and log inside it."""
+    use_workers(settings.parallel.workers)
     uri = tracking.resolve_uri(settings.mlflow.tracking_uri)
     tracking.check_reachable(uri)
     row = _row(settings.row)
@@ -87,26 +94,26 @@ def run(settings: RunSettings) -> Outcome:
     note = describe.opening(settings, row, ready.golden, ready.passed, ready.warnings)
     with open_benchmark_run(settings, row, uri, ready.indexed, ready.golden, note) as mlrun:
         measured = refused_inside(mlrun, lambda: measure(settings, row, ready))
-        tags = final_tags(row, ready.degraded, ready.stale, ready.moved, bool(measured.refusals))
+        found = ready.findings + measured.findings
+        tags = final_tags(row, found)
         tags["components_observed"] = str(measured.observed).lower()
         for source in measured.provenance.values():  # rankings made elsewhere: the file's digest
             tags["rankings_sha256"] = source["sha256"]
-        if ready.degraded:
-            log(gates.degraded_banner(ready.degraded))
-        notes = ([gates.degraded_banner(ready.degraded)] if ready.degraded else []) + ready.warnings
-        log_results(mlrun, settings, row, ready.indexed, ready.golden, measured, notes)
+        degraded = degraded_reasons(found)
+        if degraded:
+            log(gates.degraded_banner(degraded))
+        notes = ([gates.degraded_banner(degraded)] if degraded else []) + noted(found)
+        log_results(mlrun, settings, row, ready.indexed, ready.golden, measured, notes, found)
         mlrun.log_metrics({"setup_seconds": ready.seconds})
-        shown = [settings.metrics.primary_metric, "ndcg_at_10", "mrr"]
-        tags[tracking.NOTE] = describe.closing(
-            note, tags["decides"] == "true", measured.refusals, measured.means, shown
-        )
+        shown = metrics.headline(settings.metrics.primary_metric)
+        refused = [f.message for f in refusals(found)]
+        tags[tracking.NOTE] = describe.closing(note, tags["decides"] == "true", refused, measured.means, shown)
         mlrun.set_tags(tags)  # decides=true is the last word of a run that finishes
-        if measured.refusals:
-            raise GateRefused("\n".join(measured.refusals))
+        refuse_deferred(found)
         interrupts.checkpoint("bench.logged")
-    print(summary_table(settings, row, measured.means, len(measured.per_query), ready.degraded))
+    print(summary_table(settings, row, measured.means, len(measured.per_query), degraded))
     return Outcome(
-        mlrun.run_id, measured.means, measured.per_query, dict(mlrun.journal.tags), measured.health, ready.warnings
+        mlrun.run_id, measured.means, measured.per_query, dict(mlrun.journal.tags), measured.health, noted(found)
     )
 
 
@@ -119,25 +126,30 @@ def _row(name: str) -> RowSpec:
 
 def prepare(settings: RunSettings, row: RowSpec) -> Prepared:
     """Data, the stale gate, the drift warning, indexes, the probe and the learned stores: every
-    refusal that creates no run."""
+    refusal that creates no run (`checks.LOADED`, `checks.PROBED`)."""
     started = time.monotonic()
     interrupts.checkpoint("bench.start")
     prepare_data(settings.data, log)
     if settings.data.serves and not Path(settings.data.serves).is_file():
         raise InputError(f"data.serves: {settings.data.serves} does not exist (leave it unset for no serve log)")
     corpus, golden = load_corpus(settings.data.corpus), load_golden(settings.data.golden)
-    degraded: list[str] = []
-    indexed, warnings = corpus_in_use(settings, corpus, degraded)  # a service's own listing, else the file
-    stale, drift = check_golden(settings, indexed, golden, degraded, warnings)
+    indexed, listed = corpus_in_use(settings, corpus)  # a service's own listing, else the file
+    stale = gates.stale_result(golden, settings.gates, indexed)
+    drift = gates.corpus_drift(golden, indexed, settings.gates)
+    context = checks.Context(settings, row, corpus, golden, indexed, stale, drift)
+    found = checks.judge(checks.LOADED, context, listed)
     indexes = build_indexes(settings, corpus)
+    require_queries(indexes, [q.qid for q in golden.queries])  # a ranking file short of queries: no run
     plan = probe_plan(corpus, settings.gates.probe_seed)
-    results = probe_gate(settings, corpus, indexes, degraded, plan)
-    features, stores = load_features(settings, row, corpus, degraded)
+    results = probe_all(indexes, corpus, plan=plan)
+    context = dataclasses.replace(context, plan=plan, probes=results)
+    found += checks.judge(checks.PROBED, context)
+    features, stores, down = load_features(settings, row, corpus)
+    found += apply(down, settings.gates)
     interrupts.checkpoint("bench.probed")
     passed = gates_passed(stale, drift, results, stores)
     health = health_record(results, stores, plan)
-    ready = Prepared(corpus, indexed, golden, indexes, features, health, stale.overridden, drift.moved)
-    ready.degraded, ready.warnings, ready.passed, ready.plan = degraded, warnings, passed, plan
+    ready = Prepared(corpus, indexed, golden, indexes, features, health, context, found, passed)
     ready.seconds = time.monotonic() - started
     return ready
 
@@ -151,36 +163,20 @@ def gates_passed(stale, drift, results, stores: dict) -> list[str]:
     return out
 
 
-def check_golden(
-    settings: RunSettings, corpus: Corpus | Listing, golden: GoldenSet, degraded: list[str], warnings: list[str]
-):
-    """The stale gate (refuses, or is overridden and degrades) and the corpus-drift warning."""
-    stale = gates.check_stale(golden, settings.gates, corpus)
-    if stale.overridden:
-        degraded.append("golden set stale")
-        warnings.append(stale.message)
-    drift = gates.corpus_drift(golden, corpus, settings.gates)
-    if drift.message:
-        warnings.append(drift.message)
-    for w in warnings:
-        log(w)
-    return stale, drift
-
-
 def measure(settings: RunSettings, row: RowSpec, ready: Prepared) -> Measured:
-    """Rank every component (cached), fuse, apply the row, score every query."""
+    """Rank every component (cached), fuse, judge the rankings (`checks.MEASURED`), apply the
+    row, score every query."""
     golden, corpus = ready.golden, ready.corpus
-    ranked_by = rank_components(
-        settings, corpus, ready.indexes, [q.text for q in golden.queries], [q.qid for q in golden.queries], ready.plan
-    )
+    texts, qids = [q.text for q in golden.queries], [q.qid for q in golden.queries]
+    ranked_by = rank_components(settings, corpus, ready.indexes, texts, qids, ready.context.plan)
     interrupts.checkpoint("bench.ranked")
-    ready.warnings += ranked_by.warnings
-    side_failures(settings, ranked_by, ready.degraded)
-    watch_probed(ranked_by, ready.health["components"], len(golden.queries))
-    shares, refusals = silence_gate(settings, ranked_by.watched, ready.degraded)
+    watch_probed(ranked_by, [r.name for r in ready.context.probes], len(golden.queries))  # a side gone is silent
+    shares = gates.silence({name: [len(r) for r in rs] for name, rs in ranked_by.watched.items()})
     base = combine(settings, ranked_by.components)
-    figures = {**ranked_by.figures, **unknown_documents(settings, corpus, base, ready.degraded)}
-    live_failures(settings, ranked_by, ready.degraded)  # after the gates that say more precisely why
+    unknown = unknown_documents(corpus, base)
+    context = dataclasses.replace(ready.context, ranked=ranked_by, base=base, shares=shares, unknown=unknown)
+    found = checks.judge(checks.MEASURED, context)
+    figures = {**ranked_by.figures, **unknown.figures()}
     ranked = rerank(row, base, golden.queries, ready.features, settings.features, settings.retriever.depth)
     per_query = metrics.score_run(
         [(q.qid, q.project) for q in golden.queries],
@@ -196,46 +192,15 @@ def measure(settings: RunSettings, row: RowSpec, ready: Prepared) -> Measured:
         health["live_check"] = {r.name: r.as_json() for r in ranked_by.live}
     indexes = ready.indexes
     provenance = {n: i.provenance() for n, i in indexes.items() if callable(getattr(i, "provenance", None))}
-    return Measured(per_query, means, shares, refusals, health, figures, ranked_by.observed, provenance)
+    return Measured(per_query, means, shares, found, health, figures, ranked_by.observed, provenance)
 
 
 def refused_inside(mlrun, measure_it):
     """A gate that refuses while measuring (a component failing after its probe, a system's
     side reporting errors, CORPUS MISMATCH) ends the open MLflow run FAILED, tagged with what
-    refused and never deciding."""
+    refused (the finding's tag) and never deciding."""
     try:
         return measure_it()
-    except GateRefused as exc:
-        first = str(exc).split(":", 1)[0]
-        mlrun.set_tags({"refused": first.lower().replace(" ", "_"), "decides": "false"})
+    except Refusal as exc:
+        mlrun.set_tags({"refused": exc.finding.refused_tag, "decides": "false"})
         raise
-
-
-def probe_gate(
-    settings: RunSettings, corpus: Corpus, indexes: dict[str, Index], degraded: list[str], plan: ProbePlan | None = None
-) -> list:
-    """COMPONENT DOWN stops the run before any MLflow run exists, unless overridden."""
-    results = probe_all(indexes, corpus, plan=plan)
-    for result in results:
-        if result.ok:
-            continue
-        if not settings.gates.allow_degraded:
-            raise GateRefused(down_message(result))
-        log(down_message(result).splitlines()[0] + "  [measuring anyway: gates.allow_degraded=true]")
-        degraded.append(f"component {result.name} down")
-    return results
-
-
-def silence_gate(
-    settings: RunSettings, rankings: dict[str, list[Ranking]], degraded: list[str]
-) -> tuple[dict, list[str]]:
-    """Shares of queries each retrieval component answered with nothing; the refusals."""
-    shares = gates.silence({name: [len(r) for r in rs] for name, rs in rankings.items()})
-    check = gates.check_silence(shares, settings.gates)
-    if not check.message:
-        return shares, []
-    if settings.gates.allow_degraded:
-        log(check.message + "\n  [measuring anyway: gates.allow_degraded=true]")
-        degraded += [f"component {c} silent" for c in check.components]
-        return shares, []
-    return shares, [check.message]

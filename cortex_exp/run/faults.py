@@ -1,4 +1,4 @@
-"""Fault drills (docs/interface.md §2 `faults.lexical` / `faults.dense`): make a component fail on purpose
+"""Fault drills (docs/interface.md §2 `faults.<component>`): make a component fail on purpose
 so that anyone can prove the gates catch it.
 
 - `none`: the index unchanged.

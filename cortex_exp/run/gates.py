@@ -1,21 +1,27 @@
 """The gates that refuse to measure (docs/interface.md §2 `gates.*`, §5 messages): a stale golden set,
-a corpus that moved under it, and retrieval components that went silent during the run.
+a corpus that moved under it, components that failed their probe, and retrieval components
+that went silent during the run.
 
-Pure functions over loaded values: they return results and messages, or raise `GateRefused`
-(exit 3). The runner prints the messages on stderr, tags the MLflow run and decides when to
-stop; the component probe before the run lives in `probe.py`.
+Pure functions over loaded values: each measures (`check_stale`'s age, `corpus_drift`,
+`silence`) and says what it found as `Finding`s (`stale_findings`, `drift_findings`,
+`probe_findings`, `silence_findings`). Whether a finding stops the run is decided in one place,
+`verdict.apply`; the registry of gates a run judges is `checks.GATES`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from cortex_exp.data.corpus import Corpus, CorpusDiff, diff_hashes, fingerprint_of
-from cortex_exp.errors import GateRefused, InputError
+from cortex_exp.errors import InputError
+from cortex_exp.findings import Action, Finding
 from cortex_exp.golden.store import MANIFEST, GoldenSet, rebuild_command
+from cortex_exp.run.probe import ProbeResult, down_message
+from cortex_exp.run.verdict import ALLOW_DEGRADED, ALLOW_STALE, ANYWAY, apply
 from cortex_exp.settings import GateSettings
 
 CLOCK_SKEW = timedelta(minutes=5)  # a built_at this far past our clock is still accepted
@@ -88,6 +94,15 @@ def check_stale(
     A static collection (`is_static`) is never stale by age; any change to its corpus puts it
     back under the rule.
     """
+    result = stale_result(golden, settings, corpus, now)
+    recorded = apply(stale_findings(result, golden), settings, log=None)
+    return dataclasses.replace(result, overridden=bool(recorded), message=recorded[0].message if recorded else None)
+
+
+def stale_result(
+    golden: GoldenSet, settings: GateSettings, corpus: Corpus | None = None, now: datetime | None = None
+) -> StaleResult:
+    """The golden set's age against `max_age_days` (`check_stale` without the verdict)."""
     built = built_at(golden)
     now = now or datetime.now(UTC)
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now
@@ -99,16 +114,31 @@ def check_stale(
         )
     age = (now - built).days
     stale = age > settings.max_age_days and not is_static(golden, corpus)
+    return StaleResult(built, age, settings.max_age_days, stale, False, None)
+
+
+def stale_findings(result: StaleResult, golden: GoldenSet) -> list[Finding]:
+    """GOLDEN SET STALE: refuses; `gates.allow_stale` lets it through, tagged `stale_override`."""
+    if not result.stale:
+        return []
     text = (
-        f"GOLDEN SET STALE: built {built.date().isoformat()}, {age} days ago; "
-        f"limit {settings.max_age_days}. Rebuild it with: {_rebuild(golden)}"
+        f"GOLDEN SET STALE: built {result.built_at.date().isoformat()}, {result.age_days} days ago; "
+        f"limit {result.limit_days}. Rebuild it with: {_rebuild(golden)}"
     )
-    if stale and not settings.allow_stale:
-        raise GateRefused(text)
-    message = None
-    if stale:
-        message = f"WARNING: {text} (measuring anyway because gates.allow_stale=true; the run is tagged degraded)"
-    return StaleResult(built, age, settings.max_age_days, stale, stale, message)
+    return [
+        Finding(
+            "stale",
+            text,
+            Action.REFUSE,
+            override=ALLOW_STALE,
+            reason="golden set stale",
+            let_through=f"WARNING: {text} (measuring anyway because gates.allow_stale=true; "
+            "the run is tagged degraded)",
+            noted=True,
+            tags={"stale_override": "true"},
+            evidence={"age_days": result.age_days, "limit_days": result.limit_days},
+        )
+    ]
 
 
 # --- corpus drift -----------------------------------------------------------------------------
@@ -186,6 +216,39 @@ def _fingerprint_drift(golden: GoldenSet, corpus: Corpus, settings: GateSettings
     return DriftResult(None, share, True, message, "fingerprint", size)
 
 
+def drift_findings(drift: DriftResult) -> list[Finding]:
+    """CORPUS MOVED (or CORPUS DRIFT NOT CHECKED) warns; it does not keep a run from deciding."""
+    if not drift.message:
+        return []
+    tags = {"corpus_moved": "true"} if drift.moved else {}
+    evidence = {"share": drift.share, "basis": drift.basis}
+    return [
+        Finding("drift", drift.message, Action.WARN, blocks_decision=False, noted=True, tags=tags, evidence=evidence)
+    ]
+
+
+# --- the probe --------------------------------------------------------------------------------
+
+
+def probe_findings(results: Sequence[ProbeResult]) -> list[Finding]:
+    """COMPONENT DOWN for each component that failed its probe: no MLflow run is created."""
+    return [
+        Finding(
+            "probe",
+            down_message(r),
+            Action.REFUSE,
+            component=r.name,
+            override=ALLOW_DEGRADED,
+            reason=f"component {r.name} down",
+            tag="component_down",
+            let_through=down_message(r).splitlines()[0] + ANYWAY,
+            evidence={"checked": r.checked, "found": r.found, "missed": list(r.missed)},
+        )
+        for r in results
+        if not r.ok
+    ]
+
+
 # --- silent components ------------------------------------------------------------------------
 
 
@@ -227,17 +290,40 @@ def silence_metrics(shares: Mapping[str, Silence]) -> dict[str, float]:
 
 def check_silence(shares: Mapping[str, Silence], settings: GateSettings) -> SilenceCheck:
     """Components silent for more than `max_silent_share` of the queries, and the message."""
-    over = [name for name, s in shares.items() if s.share > settings.max_silent_share]
-    if not over:
+    found = silence_findings(shares, settings)
+    if not found:
         return SilenceCheck((), None)
-    lines = [
-        f"COMPONENT SILENT: {name} returned nothing for {pct(shares[name].share)}% of "
-        f"{shares[name].queries} queries (limit {pct(settings.max_silent_share)}%); "
+    return SilenceCheck(tuple(f.component for f in found), "\n".join(f.message for f in found))
+
+
+def _silent(name: str, s: Silence, settings: GateSettings) -> str:
+    return (
+        f"COMPONENT SILENT: {name} returned nothing for {pct(s.share)}% of "
+        f"{s.queries} queries (limit {pct(settings.max_silent_share)}%); "
         f"the other sides answered alone, so the run measured something else. "
         f"To measure anyway pass gates.allow_degraded=true"
-        for name in over
+    )
+
+
+def silence_findings(shares: Mapping[str, Silence], settings: GateSettings) -> list[Finding]:
+    """COMPONENT SILENT for each component over the limit: the run records its shares, then
+    ends FAILED (`refused=silent`)."""
+    return [
+        Finding(
+            "silence",
+            _silent(name, s, settings),
+            Action.REFUSE,
+            component=name,
+            override=ALLOW_DEGRADED,
+            reason=f"component {name} silent",
+            tag="silent",
+            let_through=_silent(name, s, settings) + "\n" + ANYWAY,
+            deferred=True,
+            evidence={"silent": s.silent, "queries": s.queries},
+        )
+        for name, s in shares.items()
+        if s.share > settings.max_silent_share
     ]
-    return SilenceCheck(tuple(over), "\n".join(lines))
 
 
 # --- the banner of a degraded run -------------------------------------------------------------

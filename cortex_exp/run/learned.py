@@ -7,19 +7,21 @@ so the `core` row never touches them.
 from __future__ import annotations
 
 from cortex_exp.data.corpus import Corpus
-from cortex_exp.errors import GateRefused
+from cortex_exp.findings import Action, Finding
 from cortex_exp.rows import RowSpec
 from cortex_exp.run.log import log
+from cortex_exp.run.verdict import ALLOW_DEGRADED
 from cortex_exp.settings import RunSettings
 
 
-def load_features(settings: RunSettings, row: RowSpec, corpus: Corpus, degraded: list[str]):
-    """(features, store health) of `row`; (None, {}) for a row without learned features.
+def load_features(settings: RunSettings, row: RowSpec, corpus: Corpus):
+    """(features, store health, findings) of `row`; (None, {}, []) for a row without learned
+    features.
 
     A store that fails to load or answer is COMPONENT DOWN; an empty one is allowed (reported
     in health.json)."""
     if not (row.graph or row.boosts):
-        return None, {}
+        return None, {}, []
     from cortex_exp.data.servelog import load_serves
     from cortex_exp.features import learn_features
 
@@ -33,15 +35,20 @@ def load_features(settings: RunSettings, row: RowSpec, corpus: Corpus, degraded:
             "The rows that use them would silently rank like core, so the measurement would be of "
             "something else. To measure anyway pass gates.allow_degraded=true."
         )
-        if not settings.gates.allow_degraded:
-            raise GateRefused(message) from exc
-        log(message)
-        degraded.append("graph/boost stores down")
-        return None, {"graph": {"ok": False, "detail": str(exc)}, "boosts": {"ok": False, "detail": str(exc)}}
+        down = Finding(
+            "learned_stores",
+            message,
+            Action.REFUSE,
+            component="graph/boosts",
+            override=ALLOW_DEGRADED,
+            reason="graph/boost stores down",
+            tag="component_down",
+        )
+        return None, {"graph": {"ok": False, "detail": str(exc)}, "boosts": {"ok": False, "detail": str(exc)}}, [down]
     stores = {name: {"ok": True, **health} for name, on in (("graph", row.graph), ("boosts", row.boosts)) if on}
     if health.get("empty"):
         log(
             f"note: the learned stores are empty ({settings.data.serves or 'no serve log'}): "
             f"row {row.name} ranks like core"
         )
-    return features, stores
+    return features, stores, []

@@ -6,11 +6,12 @@ cached: its answers come from outside the process. On the core path."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from cortex_exp.data.corpus import Corpus
-from cortex_exp.errors import ComponentError, GateRefused, InputError
+from cortex_exp.errors import ComponentError, InputError
+from cortex_exp.findings import Action, Finding
 from cortex_exp.progress import bar
 from cortex_exp.retrievers.base import EMPTY, Answer, Index, KeyedIndex, Ranking, SystemIndex, target_of
 from cortex_exp.retrievers.code_version import code_version
@@ -18,9 +19,13 @@ from cortex_exp.run.indexes import identity, with_cache_dir
 from cortex_exp.run.log import log
 from cortex_exp.run.probe import ProbePlan, ProbeResult, live_check, live_message
 from cortex_exp.run.ranking_cache import cache_key, cached_rankings
+from cortex_exp.run.verdict import ALLOW_DEGRADED, ANYWAY, OVERRIDE
 from cortex_exp.settings import RunSettings
 
-CHUNK = 64  # queries per search call: the dense side's default batch, so encoding is not slowed
+# queries per search call: faiss answers a batch of 1,024 several times faster per query than
+# batches of 64 (bench/scale.py: 2.6 vs 14.7 CPU seconds for 1,000 queries over 100k vectors);
+# an encoder batches what it is given by its own batch_size, so encoding is not slowed
+CHUNK = 1024
 
 
 @dataclass
@@ -35,10 +40,12 @@ class Ranked:
     components: dict[str, list[Ranking]]
     sides: dict[str, list[Ranking]] = field(default_factory=dict)
     errors: dict[str, dict[int, str]] = field(default_factory=dict)
+    failed: dict[str, ComponentError] = field(default_factory=dict)
     figures: dict[str, float] = field(default_factory=dict)
     observed: bool = True
     live: list[ProbeResult] = field(default_factory=list)  # the live check, by component and side
-    warnings: list[str] = field(default_factory=list)  # WARNING lines, recorded with the run
+    tied: dict[str, int] = field(default_factory=dict)  # systems whose scores all tie: their rankings of 2+
+    gone: list[str] = field(default_factory=list)  # sides the probe saw that the run's answers do not name
 
     @property
     def watched(self) -> dict[str, list[Ranking]]:
@@ -60,14 +67,12 @@ def rank_components(
     ranked = Ranked({})
     for name, index in indexes.items():
         if isinstance(index, KeyedIndex):
-            answer = measure_anyway(
-                settings, name, lambda i=index, n=name: _answer(i, n, texts, qids, depth), len(texts)
-            )
+            answer = measure_anyway(ranked, name, lambda i=index, n=name: _answer(i, n, texts, qids, depth), len(texts))
             _add_system(ranked, name, answer)
             continue
         if isinstance(index, SystemIndex):
             answer = measure_anyway(
-                settings,
+                ranked,
                 name,
                 lambda i=index, n=name: live_checked(ranked, corpus, i, n, texts, qids, depth, plan),
                 len(texts),
@@ -84,32 +89,31 @@ def rank_components(
         component = with_cache_dir(settings.retriever.components[name], settings)
         # a drill is never cached, nor a component whose answers come from outside the process
         if settings.faults.mode(name) != "none" or getattr(component, "external", False):
-            ranked.components[name] = measure_anyway(settings, name, compute, len(texts))
+            ranked.components[name] = measure_anyway(ranked, name, compute, len(texts))
             continue
         code = code_version(component)
         key = cache_key(identity(component), code, corpus.fingerprint, texts, depth)
         about = {"component": name, "target": target_of(component), "code": code}
         ranked.components[name] = measure_anyway(
-            settings, name, lambda k=key, c=compute, a=about: _cached(settings, k, c, a, len(texts)), len(texts)
+            ranked, name, lambda k=key, c=compute, a=about: _cached(settings, k, c, a, len(texts)), len(texts)
         )
-        ranked.figures.update(approximation(settings, name, index, texts, ranked.components[name]))
+        ranked.figures.update(approximation(settings, ranked, name, index, texts))
     return ranked
 
 
-def approximation(
-    settings: RunSettings, name: str, index: Index, texts: list[str], rankings: list[Ranking]
-) -> dict[str, float]:
+def approximation(settings: RunSettings, ranked: Ranked, name: str, index: Index, texts: list[str]) -> dict[str, float]:
     """An approximate index (the dense side's IVF or HNSW) measured against exact search on the
     run's own queries and rankings (cached ones too): metrics `index_recall_at_<depth>_<name>`
     (the share of the exact top `depth` it found) and `index_recall_queries_<name>`."""
     check = getattr(index, "recall_against_exact", None)
+    rankings = ranked.components[name]
     if not callable(check) or not any(len(r) for r in rankings):
         return {}
     depth = settings.retriever.depth
     try:
         found = check(texts, rankings, depth)
     except ComponentError as exc:
-        failed_during_run(settings, name, exc)
+        ranked.failed[name] = exc
         return {}
     if found is None:
         return {}
@@ -132,7 +136,8 @@ def live_checked(
 ) -> Answer:
     """A whole system's answer to the golden queries, asked together with the plan's live-check
     queries (at seeded places, under ids like theirs); the live ones are judged into
-    `ranked.live` and taken out again. A system whose scores all tie gets a WARNING."""
+    `ranked.live` and taken out again. A system whose scores all tie is counted in `ranked.tied`
+    (`tie_findings` warns)."""
     live = list(plan.live) if plan is not None else []
     places, live_ids = plan.mixed(qids) if live else ([], [])
     order, golden = [], iter(range(len(texts)))
@@ -149,12 +154,7 @@ def live_checked(
     answer = _take(answer, mine, answer.figures)
     tied = all_tied(answer.ranking)
     if tied:
-        ranked.warnings.append(
-            f"WARNING: SERVICE SCORES TIED: {name}: every ranking it returned has one score for all its documents "
-            f"({tied} queries); their order was re-made by document id (docs/interface.md §4), so the metrics "
-            "measure the ids' order, not the service's. Have the service return its real scores."
-        )
-        log(ranked.warnings[-1])
+        ranked.tied[name] = tied
     return answer
 
 
@@ -179,29 +179,69 @@ def all_tied(rankings: list[Ranking]) -> int:
     return len(ranked)
 
 
-def live_failures(settings: RunSettings, ranked: Ranked, degraded: list[str]) -> None:
+def tie_findings(ranked: Ranked) -> list[Finding]:
+    """SERVICE SCORES TIED warns (it does not keep the run from deciding): a system whose every
+    ranking gives one score to all its documents was reordered by document id."""
+    return [
+        Finding(
+            "scores_tied",
+            f"WARNING: SERVICE SCORES TIED: {name}: every ranking it returned has one score for all its documents "
+            f"({tied} queries); their order was re-made by document id (docs/interface.md §4), so the metrics "
+            "measure the ids' order, not the service's. Have the service return its real scores.",
+            Action.WARN,
+            component=name,
+            blocks_decision=False,
+            noted=True,
+            evidence={"tied": tied},
+        )
+        for name, tied in ranked.tied.items()
+    ]
+
+
+def live_findings(ranked: Ranked) -> list[Finding]:
     """A failed live check is COMPONENT DOWN (exit 3), as a component failing after its probe is;
     under allow_degraded a line says so, and the run is tagged degraded."""
-    for result in ranked.live:
-        if result.ok:
-            continue
-        if not settings.gates.allow_degraded:
-            raise GateRefused(
-                live_message(result) + "\n"
-                "The MLflow run ends FAILED (tag refused). To measure anyway pass gates.allow_degraded=true."
-            )
-        log(live_message(result) + "  [measuring anyway: gates.allow_degraded=true]")
-        if f"component {result.name} down" not in degraded:
-            degraded.append(f"component {result.name} down")
+    return [
+        Finding(
+            "live_check",
+            f"{live_message(r)}\nThe MLflow run ends FAILED (tag refused). {OVERRIDE}",
+            Action.REFUSE,
+            component=r.name,
+            override=ALLOW_DEGRADED,
+            reason=f"component {r.name} down",
+            tag="component_down",
+            let_through=live_message(r) + ANYWAY,
+            evidence={"checked": r.checked, "found": r.found, "missed": list(r.missed)},
+        )
+        for r in ranked.live
+        if not r.ok
+    ]
 
 
-def watch_probed(ranked: Ranked, probed, n: int) -> None:
+def watch_probed(ranked: Ranked, probed: Iterable[str], n: int) -> None:
     """Every side the probe saw must answer during the run: one the run's answers no longer name
-    counts as answering nothing on every query, so the silence gate refuses it (COMPONENT SILENT)."""
+    counts as answering nothing on every query (`ranked.gone`), so the silence gate refuses it
+    (COMPONENT SILENT)."""
     for name in probed:
         if name not in ranked.watched:
             ranked.sides[name] = [EMPTY] * n
-            log(f"WARNING: SIDE GONE: {name}: the probe's answers named it, the run's answers do not")
+            ranked.gone.append(name)
+
+
+def gone_findings(ranked: Ranked) -> list[Finding]:
+    """SIDE GONE: a side the probe saw that the run's answers do not name (noted; the silence
+    gate refuses it, as answering nothing on every query)."""
+    return [
+        Finding(
+            "side_gone",
+            f"WARNING: SIDE GONE: {name}: the probe's answers named it, the run's answers do not",
+            Action.WARN,
+            component=name,
+            noted=True,
+            evidence={"queries": len(ranked.sides[name])},
+        )
+        for name in ranked.gone
+    ]
 
 
 def _answer(index: Index, name: str, texts: list[str], qids: list[str], depth: int) -> Answer:
@@ -246,22 +286,47 @@ def _add_system(ranked: Ranked, name: str, answer: Answer | list[Ranking]) -> No
     ranked.observed = ranked.observed and bool(answer.sides)
 
 
-def side_failures(settings: RunSettings, ranked: Ranked, degraded: list[str]) -> None:
+def side_findings(ranked: Ranked) -> list[Finding]:
     """A side a system reported failing on during the run is COMPONENT DOWN (exit 3), as a
     component failing after its probe is; under allow_degraded it counts as answering nothing
     there, and the run is tagged degraded."""
+    found = []
     for side, failed in ranked.errors.items():
         n = len(ranked.sides[side])
         what = f"the system reported it failing on {len(failed)} of {n} queries after it passed the probe"
         first = next(iter(failed.values()))
-        if not settings.gates.allow_degraded:
-            raise GateRefused(
-                f"COMPONENT DOWN: {side}: {what} (first: {first})\n"
-                "The MLflow run ends FAILED (tag refused). To measure anyway pass gates.allow_degraded=true."
-            )
-        log(f"COMPONENT DOWN: {side}: {what}  [measuring anyway: gates.allow_degraded=true]")
-        if f"component {side} down" not in degraded:  # the probe may have said so already
-            degraded.append(f"component {side} down")
+        found.append(
+            _down(side, f"{what} (first: {first})", f"COMPONENT DOWN: {side}: {what}{ANYWAY}", {"failed": len(failed)})
+        )
+    return found
+
+
+def failure_findings(ranked: Ranked) -> list[Finding]:
+    """A component that raised during the run after passing its probe is COMPONENT DOWN.
+    Under gates.allow_degraded it counts as answering nothing, which is what the system it
+    stands for does silently."""
+    return [
+        _down(
+            name,
+            f"failed during the run after passing the probe: {exc}",
+            f"{name} failed during the run ({exc}); measured as returning nothing (gates.allow_degraded=true)",
+        )
+        for name, exc in ranked.failed.items()
+    ]
+
+
+def _down(name: str, what: str, let_through: str, evidence: dict | None = None) -> Finding:
+    return Finding(
+        "component_failed",
+        f"COMPONENT DOWN: {name}: {what}\nThe MLflow run ends FAILED (tag refused). {OVERRIDE}",
+        Action.REFUSE,
+        component=name,
+        override=ALLOW_DEGRADED,
+        reason=f"component {name} down",
+        tag="component_down",
+        let_through=let_through,
+        evidence=evidence or {},
+    )
 
 
 def search(index: Index, name: str, texts: list[str], depth: int) -> list[Ranking]:
@@ -306,24 +371,14 @@ def _cached(
     return rankings
 
 
-def measure_anyway(settings: RunSettings, name: str, compute: Callable[[], list[Ranking]], n: int) -> list[Ranking]:
-    """A component failing after its probe is COMPONENT DOWN. Under gates.allow_degraded it
-    counts as answering nothing, which is what the system it stands for does silently."""
+def measure_anyway(ranked: Ranked, name: str, compute: Callable[[], list[Ranking]], n: int) -> list[Ranking]:
+    """`compute()`; a component failing after its probe answers nothing, and is kept in
+    `ranked.failed` for its gate (`failure_findings`)."""
     try:
         return compute()
     except ComponentError as exc:
-        failed_during_run(settings, name, exc)
+        ranked.failed[name] = exc
         return [EMPTY] * n
-
-
-def failed_during_run(settings: RunSettings, name: str, exc: ComponentError) -> None:
-    """COMPONENT DOWN (a GateRefused), or under gates.allow_degraded a line saying so."""
-    if not settings.gates.allow_degraded:
-        raise GateRefused(
-            f"COMPONENT DOWN: {name}: failed during the run after passing the probe: {exc}\n"
-            "The MLflow run ends FAILED (tag refused). To measure anyway pass gates.allow_degraded=true."
-        ) from exc
-    log(f"{name} failed during the run ({exc}); measured as returning nothing (gates.allow_degraded=true)")
 
 
 def combine(settings: RunSettings, rankings: dict[str, list[Ranking]]) -> list[Ranking]:

@@ -4,6 +4,7 @@ and artifacts (docs/interface.md §6), and the terminal summary."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from cortex_exp import interrupts, metrics, tracking
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.data.trec import format_run
+from cortex_exp.findings import Finding, decides, degraded_reasons, refusals, tags_of
 from cortex_exp.golden import GoldenSet
 from cortex_exp.retrievers.base import parameters, target_of
 from cortex_exp.rows import RowSpec
@@ -72,18 +74,24 @@ def run_tags(settings: RunSettings, row: RowSpec, corpus: Corpus, golden: Golden
     }
 
 
-def final_tags(row: RowSpec, degraded: list[str], stale: bool, moved: bool, refused: bool) -> dict[str, str]:
-    """`decides` is true exactly for a core run with no gate overridden and none refusing."""
+def final_tags(row: RowSpec, found: Sequence[Finding]) -> dict[str, str]:
+    """The tags a measured run ends with, from what its gates found (as recorded): `degraded`
+    and its reasons, the tags findings set (`stale_override`, `corpus_moved`), `refused` (the
+    tag of the first refusal kept), and `decides` — true exactly for a core run whose findings
+    leave it free to decide."""
+    degraded = degraded_reasons(found)
+    refused = refusals(found)
     tags = {
         "degraded": str(bool(degraded)).lower(),
-        "stale_override": str(stale).lower(),
-        "corpus_moved": str(moved).lower(),
-        "decides": str(row.decides and not degraded and not stale and not refused).lower(),
+        "stale_override": "false",
+        "corpus_moved": "false",
+        **tags_of(found),
+        "decides": str(row.decides and decides(found)).lower(),
     }
     if degraded:
         tags["degraded_reasons"] = "; ".join(degraded)
     if refused:
-        tags["refused"] = "silent"
+        tags["refused"] = refused[0].refused_tag
     return tags
 
 
@@ -100,13 +108,16 @@ def open_benchmark_run(settings: RunSettings, row: RowSpec, uri: str, corpus: Co
         settings.parent_run_id,
         spool_dir=tracking.spool_root(settings.mlflow.spool_dir),
         unfinished_tags={"decides": "false"},
-        metrics=list(dict.fromkeys([primary, "ndcg_at_10", "mrr"])),
+        metrics=metrics.headline(primary),
     ) as mlrun:
         yield mlrun
 
 
-def log_results(mlrun, settings: RunSettings, row: RowSpec, corpus: Corpus, golden: GoldenSet, measured, notes) -> None:
-    """Params, metrics and artifacts of a measured run (docs/interface.md §6)."""
+def log_results(
+    mlrun, settings: RunSettings, row: RowSpec, corpus: Corpus, golden: GoldenSet, measured, notes, found=()
+) -> None:
+    """Params, metrics and artifacts of a measured run (docs/interface.md §6); `found`: what the
+    gates found, as recorded (`findings.json`)."""
     mlrun.log_params(run_params(settings, row))
     mlrun.log_metrics(
         {
@@ -117,7 +128,8 @@ def log_results(mlrun, settings: RunSettings, row: RowSpec, corpus: Corpus, gold
         }
     )
     interrupts.checkpoint("record.metrics")
-    mlrun.log_jsonl("per_query.jsonl", measured.per_query)
+    # compare checks the artifact against this digest (and the means above) before it trusts it
+    mlrun.set_tags({tracking.PER_QUERY_DIGEST: mlrun.log_jsonl("per_query.jsonl", measured.per_query)})
     trec, note = run_trec(measured.per_query, run_name(settings, row))
     if trec is not None:
         mlrun.log_text("run.trec", trec)
@@ -127,6 +139,7 @@ def log_results(mlrun, settings: RunSettings, row: RowSpec, corpus: Corpus, gold
     mlrun.log_json("golden_manifest.json", golden.manifest)
     mlrun.log_text("config.yaml", settings.config_yaml)
     mlrun.log_json("health.json", measured.health)
+    mlrun.log_json("findings.json", [f.as_json() for f in found])
     if notes:
         mlrun.log_text("warnings.txt", "\n".join(notes) + "\n")
     mlrun.log_golden_dataset(Path(settings.data.golden).name, golden.golden_id, settings.data.golden)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from cortex_exp.tracking.experiment import UI_WORKFLOW, view_link
 from cortex_exp.tracking.lifecycle import NOTE, append_note
 from cortex_exp.tracking.parents import child_runs, end_run, end_running_children, start_parent
-from cortex_exp.tracking.runlog import RunLog
+from cortex_exp.tracking.runlog import PER_QUERY_DIGEST, RunLog
 from cortex_exp.tracking.runs import attach, guard, open_run
 from cortex_exp.tracking.spool import spool_root
 from cortex_exp.tracking.store import DEFAULT_URI, check_reachable, client, resolve_uri
@@ -24,6 +24,7 @@ from cortex_exp.tracking.store import DEFAULT_URI, check_reachable, client, reso
 __all__ = [
     "DEFAULT_URI",
     "NOTE",
+    "PER_QUERY_DIGEST",
     "RunLog",
     "UI_WORKFLOW",
     "append_note",

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from cortex_exp import interrupts
-from cortex_exp.errors import InputError, run_cli
+from cortex_exp.errors import InputError, quiet_stdout, run_cli
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,6 +40,7 @@ def _main(argv: list[str] | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_stdout()
     interrupts.install()
     try:
         return run_cli(lambda: _main(argv))

@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 import time
 
+from cortex_exp.metrics import SHOWN, headline
+from cortex_exp.settings import MetricSettings
 from cortex_exp.tracking.store import DEFAULT_ARTIFACTS, creation_lock, sqlite_path
 
 KIND_TAG = "mlflow.experimentKind"
@@ -31,7 +33,6 @@ PRIMARY_TAG = "mlflow.experiment.primaryMetric.name"
 UI_WORKFLOW = "workflowType=machine_learning"  # the UI's "Model training" pages (module docstring)
 BY_NAME = ("tags.`mlflow.runName`", True)  # the UI's "Sort: Run Name", ascending
 BY_START = ("attributes.start_time", False)  # the UI's "Sort: Created", newest first
-SHOWN = ("ndcg_at_10", "mrr")  # shown after the primary metric, whichever run created the experiment
 
 
 def _cols(kind: str, names) -> list[str]:
@@ -41,15 +42,18 @@ def _cols(kind: str, names) -> list[str]:
 def views(metrics: list[str]) -> dict[str, tuple[str, str, list[str], tuple[str, bool]]]:
     """key -> (name, runs filter, columns, order) of the saved views; `metrics` are the primary ones
     (the primary first), followed by `SHOWN`."""
-    metrics = list(dict.fromkeys([*metrics, *SHOWN]))
+    metrics = list(dict.fromkeys([*metrics, *SHOWN]))  # SHOWN whichever run created the experiment
     run_cols = _cols("tags", ["row", "retriever", "decides", "degraded"]) + _cols("params", ["retriever.fusion.weight"])
     run_cols += _cols("metrics", [*metrics, "n_queries"]) + _cols("attributes", ["Duration", "Dataset"])
     verdicts = _cols("tags", ["run_a_name", "run_b_name", "comparison_decides"])
     verdicts += _cols("tags", [f"verdict.{m}" for m in metrics]) + _cols("metrics", [f"diff_{m}" for m in metrics])
+    decisions = _cols("tags", ["plan_id", "run_b_name", "decision", "primary", "decision_golden_id"])
+    decisions += _cols("metrics", ["primary_diff", "primary_ci_low", "primary_ci_high"])
     return {
         "cortex-benchmark": ("cortex_exp: benchmark runs", "tags.kind = 'benchmark'", run_cols, BY_NAME),
         "cortex-decides": ("cortex_exp: runs that decide", "tags.decides = 'true'", run_cols, BY_NAME),
         "cortex-comparisons": ("cortex_exp: comparisons", "tags.kind = 'comparison'", verdicts, BY_START),
+        "cortex-decisions": ("cortex_exp: decisions", "tags.decision LIKE '%'", decisions, BY_START),
     }
 
 
@@ -69,7 +73,9 @@ def description(experiment_id: str, metrics: list[str]) -> str:
         "`summary.txt` and `sweep.png`.\n"
         "- **Comparisons** (`kind=comparison`, by `python -m cortex_exp.compare A B`): paired "
         "differences B − A with their intervals, a verdict tag per metric (`verdict.<metric>`), "
-        "`comparison_decides`, and links to both runs.\n\n"
+        "`comparison_decides`, and links to both runs; under a plan (`--plan`) also `decision` and `plan_id`.\n"
+        "- **Plans** (`kind=plan`, by `python -m cortex_exp.plan create`): what decides, fixed before the "
+        "candidate runs (`plan.json`, its digest `plan_digest`), linked to each decision made under it.\n\n"
         "**How to read `decides`**: `tags.decides = 'true'` marks exactly the benchmark runs that may "
         "decide: row `core` (blind to the verdicts), FINISHED, not degraded, no gate overridden. "
         "The other rows learn from the same verdicts as the golden set and are reference only; a "
@@ -120,7 +126,7 @@ def _set_tag(client, experiment_id: str, key: str, value: str) -> None:
 def ensure(client, uri: str, name: str, metrics: list[str] | None = None) -> str:
     """The experiment's id; created (artifacts beside an sqlite database, under `mlruns/`) and
     set up when missing, under the store's creation lock (`store.creation_lock`)."""
-    metrics = metrics or ["recall_at_24", "ndcg_at_10", "mrr"]
+    metrics = metrics or headline(MetricSettings().primary_metric)
     exp = client.get_experiment_by_name(name)
     if exp is not None and not _missing(exp, metrics):
         return exp.experiment_id

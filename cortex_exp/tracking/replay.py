@@ -5,11 +5,17 @@ final status, plus `replayed_from` (the original run id), `replayed_from_uri`, `
 that is not in the target store is kept as the tag `spool.parent_run_id`; if the original run is
 there, it gets `replayed_as`. A folder is replayed once (`replayed.json` records the new run;
 `--force` logs it again).
+
+Nothing is logged before the whole spooled run has been read and checked (`spool.read`: every
+record, every artifact's digest, the count of `per_query.jsonl`): a bad spool is exit 2 and no
+run. Replay follows no symlink out of the spool (a spooled run that is a link, a linked artifact,
+a linked `replayed.json` are refused), and writes `replayed.json` through a temporary file.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from cortex_exp.errors import InputError
@@ -29,9 +35,24 @@ def spooled_runs(path: Path) -> list[Path]:
     if not path.is_dir():
         raise InputError(f"{path}: no such folder; expected a spooled run or a spool folder")
     found = sorted(p for p in path.iterdir() if (p / spool.RUN_FILE).is_file() and not p.name.endswith(".partial"))
+    links = [p for p in found if p.is_symlink()]
+    if links:
+        raise InputError(
+            f"{links[0]}: is a symbolic link (to {os.readlink(links[0])}); replay reads no run outside {path}: "
+            "pass the folder it points to itself"
+        )
     if not found:
         raise InputError(f"{path}: holds no spooled run (no */{spool.RUN_FILE})")
     return found
+
+
+def _write_marker(marker: Path, text: str) -> None:
+    """`replayed.json`, replaced through a temporary file (never written through a link)."""
+    tmp = marker.with_name(f".{marker.name}.tmp-{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    with open(tmp, "x", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, marker)
 
 
 def _exists(client, run_id: str) -> bool:
@@ -61,6 +82,8 @@ def _tags(client, journal: spool.Journal) -> dict[str, str]:
 def replay(folder: Path, uri: str, force: bool = False) -> str:
     """Log one spooled run into `uri`; the new run id."""
     marker = folder / MARKER
+    if marker.is_symlink():
+        raise InputError(f"{marker}: is a symbolic link (to {os.readlink(marker)}); remove it (replay reads no link)")
     if marker.is_file() and not force:
         done = json.loads(marker.read_text(encoding="utf-8"))
         raise InputError(
@@ -82,5 +105,5 @@ def replay(folder: Path, uri: str, force: bool = False) -> str:
     if journal.run_id and _exists(client, journal.run_id):
         with guard(uri):
             client.set_tag(journal.run_id, "replayed_as", log.run_id)
-    marker.write_text(json.dumps({"run_id": log.run_id, "uri": uri}) + "\n", encoding="utf-8")
+    _write_marker(marker, json.dumps({"run_id": log.run_id, "uri": uri}) + "\n")
     return log.run_id

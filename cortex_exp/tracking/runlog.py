@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import sys
 import time
@@ -22,6 +23,9 @@ from cortex_exp.errors import CortexError, ServiceUnreachable
 from cortex_exp.redact import scrub
 from cortex_exp.tracking import failures, spool
 from cortex_exp.tracking.lifecycle import NOTE
+
+# the tag holding the sha256 of a benchmark run's per_query.jsonl, as logged (compare checks it)
+PER_QUERY_DIGEST = "per_query_sha256"
 
 REPLAY = "python -m cortex_exp.tracking replay"
 
@@ -71,10 +75,6 @@ class RunLog:
         self.journal.tags.update(tags)
         self._call("log_batch", self.run_id, tags=[RunTag(k, v) for k, v in tags.items()])
 
-    def set_note(self, text: str) -> None:
-        """The run's description (shown by the UI above the run's page)."""
-        self.set_tags({NOTE: text})
-
     def log_params(self, params: dict) -> None:
         from mlflow.entities import Param
 
@@ -97,16 +97,19 @@ class RunLog:
         for i in range(0, len(batch), 500):
             self._call("log_batch", self.run_id, metrics=batch[i : i + 500])
 
-    def log_text(self, name: str, text: str) -> None:
+    def log_text(self, name: str, text: str) -> str:
+        """The artifact `name` holding `text` (scrubbed of secrets); returns the sha256 of the bytes logged."""
         text = scrub(text)
-        self.journal.add_artifact(name, text.encode("utf-8"))
+        data = text.encode("utf-8")
+        self.journal.add_artifact(name, data)
         self._call("log_text", self.run_id, text, name)
+        return hashlib.sha256(data).hexdigest()
 
-    def log_json(self, name: str, obj) -> None:
-        self.log_text(name, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+    def log_json(self, name: str, obj) -> str:
+        return self.log_text(name, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
-    def log_jsonl(self, name: str, rows) -> None:
-        self.log_text(name, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    def log_jsonl(self, name: str, rows) -> str:
+        return self.log_text(name, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
     def log_file(self, path: Path, artifact_path: str | None = None) -> None:
         path = Path(path)

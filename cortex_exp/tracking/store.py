@@ -6,7 +6,7 @@ client per store per process that fails fast and never races another process on 
   `MLFLOW_HTTP_REQUEST_*` variables below bound that to seconds.
 - No race: two processes opening the same new sqlite store both run MLflow's schema set-up and
   one fails (`duplicate column name: step`). The first connection of each process, and the
-  creation of an experiment, hold an exclusive lock on `<db>.lock` beside the database.
+  creation of an experiment, hold an exclusive lock on the database's folder (no file written).
 - Signal-safe: every call of the client runs inside `interrupts.deferred()` (see there).
 """
 
@@ -83,25 +83,24 @@ def check_reachable(uri: str, timeout_s: float = 5.0) -> None:
 
 @contextmanager
 def creation_lock(uri: str) -> Iterator[None]:
-    """Exclusive between processes for an sqlite store (a lock file beside the database);
-    nothing for a server, which serializes its own schema set-up."""
+    """Exclusive between processes for an sqlite store: an advisory lock on the folder that
+    holds the database (it writes no file, so a checkout stays clean); nothing for a server,
+    which serializes its own schema set-up. sqlite's own locks are POSIX record locks on the
+    database file: independent of this one."""
     db = sqlite_path(uri)
     if db is None:
         yield
         return
     db.parent.mkdir(parents=True, exist_ok=True)
-    with open(db.with_name(db.name + ".lock"), "ab", buffering=0) as handle:  # unbuffered: no write pending
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        if handle.tell() == 0:  # say what the file is to whoever finds it beside the database
-            try:
-                line = f"lock of {db.name}: cortex_exp serializes MLflow's store set-up across processes\n"
-                handle.write(line.encode())
-            except OSError:  # a full disk: the lock holds without its line; the store's own write reports it
-                pass
+    folder = os.open(db.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fcntl.flock(folder, fcntl.LOCK_UN)
+    finally:
+        os.close(folder)
 
 
 class ShieldedClient:

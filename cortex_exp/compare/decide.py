@@ -1,0 +1,187 @@
+"""`compare BASE CAND... --plan PLAN_ID`: one decision per candidate, read off the plan (issue
+20; docs/decisions.md).
+
+The decision reads only the plan's primary and guardrails. Their intervals are drawn here, at
+the plan's level 1 − alpha / candidates (the plan's own correction, whatever the table's), by
+the comparison's `--ci` on the same paired queries; then `decision.decide` gives the outcome.
+Every other metric is shown, and does not decide ("not in the plan"). The reuse of the golden
+set (decisions made on it before, from the tracking store) comes with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from cortex_exp import findings as found
+from cortex_exp.compare import stats
+from cortex_exp.compare.decision import Decision, Estimate, Guardrail, decide
+from cortex_exp.compare.pairing import cluster_labels, index_rows, pair_queries
+from cortex_exp.compare.planned import Plan, reuse_warning, void_reasons
+from cortex_exp.metrics import higher_is_better
+
+
+@dataclass
+class Decided:
+    """The decisions of one comparison under one plan, in the candidates' order."""
+
+    plan_run: object  # tracking.plans.PlanRun
+    plan: Plan
+    decisions: list[Decision]
+    primaries: list[Estimate | None]  # the primary's estimate at the plan's level (None: void before it)
+    not_in_plan: list[str]
+    reuse: int  # decisions on the plan's golden set, this comparison's included
+    max_decisions: int
+    by_part: dict[str, int] = field(default_factory=dict)
+    recorded: bool = True  # False with --no-log: this comparison's decisions are not in the store
+
+    @property
+    def plan_id(self) -> str:
+        return self.plan_run.plan_id
+
+    @property
+    def outcomes(self) -> list[str]:
+        return [d.outcome for d in self.decisions]
+
+    @property
+    def made(self) -> int:
+        return sum(o != "void" for o in self.outcomes)
+
+    @property
+    def warning(self) -> str | None:
+        return reuse_warning(self.reuse, self.max_decisions, self.plan.golden_id, self.by_part)
+
+
+def estimate(metric: str, base, cand, ci: str, options, level: float) -> Estimate | str:
+    """The paired difference of `metric` and its interval at `level`; a reason (str) when a run
+    does not carry the metric on every paired query."""
+    rows_a, rows_b = index_rows(base), index_rows(cand)
+    qids, _ = pair_queries(base, cand, rows_a, rows_b, True)
+    lacking = [run.label for run, rows in ((base, rows_a), (cand, rows_b)) if any(metric not in rows[q] for q in qids)]
+    if lacking:
+        return f"{metric} is not in per_query.jsonl of run {' and run '.join(lacking)}: the plan cannot read it"
+    a = [float(rows_a[q][metric]) for q in qids]
+    b = [float(rows_b[q][metric]) for q in qids]
+    d = stats.paired_differences(a, b)
+    groups = cluster_labels(rows_a, qids)[0] if ci == "cluster" else None
+    iv = stats.interval(d, ci, stats.Draw(groups, options.seed, options.bootstrap_kind, level))
+    sd = float(np.std(d, ddof=1))
+    return Estimate(metric, float(np.mean(d)), iv.low, iv.high, higher_is_better(metric), sd, len(d), level)
+
+
+def decide_pair(plan: Plan, plan_run, base, pair, cand_start: int, n_candidates: int, options) -> tuple:
+    """(Decision, the primary's Estimate or None) of one candidate."""
+    blocking = tuple(f.message.splitlines()[0] for f in found.blocking(pair.findings))
+    void = void_reasons(
+        plan, plan_run.digest, plan_run.start_time, base, pair.candidate, cand_start, n_candidates, blocking
+    )
+    ci = pair.result["ci"]
+    primary = estimate(plan.primary, base, pair.candidate, ci, options, plan.level)
+    rails = [(g, estimate(g.metric, base, pair.candidate, ci, options, plan.level)) for g in plan.guardrails]
+    void += [e for e in (primary, *(e for _, e in rails)) if isinstance(e, str)]
+    if void:
+        return Decision("void", tuple(void)), primary if isinstance(primary, Estimate) else None
+    guards = tuple(Guardrail(replace(e, higher_is_better=g.higher_is_better), g.value) for g, e in rails)
+    return decide(primary, plan.min_effect_value, guards), primary
+
+
+def decide_comparison(comparison, plan_run, starts: dict[str, int], reuse_before: int, by_part: dict, limit: int):
+    """Every candidate of `comparison` decided under the plan run `plan_run` (`tracking.plans.PlanRun`)."""
+    plan = Plan.from_dict(plan_run.plan)
+    decided = [
+        decide_pair(
+            plan, plan_run, comparison.base, p, starts[p.candidate.run_id], len(comparison.pairs), comparison.options
+        )
+        for p in comparison.pairs
+    ]
+    decisions = [d for d, _ in decided]
+    planned = {plan.primary, *(g.metric for g in plan.guardrails)}
+    made = sum(d.outcome != "void" for d in decisions)
+    parts = dict(by_part)
+    if plan.golden_part:
+        parts[plan.golden_part] = parts.get(plan.golden_part, 0) + made
+    return Decided(
+        plan_run=plan_run,
+        plan=plan,
+        decisions=decisions,
+        primaries=[e for _, e in decided],
+        not_in_plan=[n for n in comparison.names if n not in planned],
+        reuse=reuse_before + made,
+        max_decisions=limit,
+        by_part=parts,
+    )
+
+
+def lines(decided: Decided, names: list[str]) -> list[str]:
+    """What the terminal shows of the decisions: per candidate its outcome and why, then the
+    metrics not in the plan and the reuse of the golden set."""
+    plan = decided.plan
+    out = [
+        f"plan {decided.plan_id}: primary {plan.primary}, minimum effect {plan.min_effect} "
+        f"({plan.min_effect_value:.4g}), "
+        f"guardrails {', '.join(f'{g.metric} {g.harm}' for g in plan.guardrails) or 'none'}, level {plan.level:.4g}"
+    ]
+    for name, d in zip(names, decided.decisions):
+        out.append(f"decision: {d.outcome}" + (f"  [candidate {name}]" if len(names) > 1 else ""))
+        out += [f"  {r}" for r in d.reasons]
+    if decided.not_in_plan:
+        out.append(f"not in the plan (shown above, they do not decide): {', '.join(decided.not_in_plan)}")
+    where = f" ({plan.golden_part} part of {plan.golden_parent})" if plan.golden_part else ""
+    parts = f"; by part: {', '.join(f'{k} {v}' for k, v in sorted(decided.by_part.items()))}" if decided.by_part else ""
+    this = "this one included" if decided.recorded else "this one included, though --no-log does not record it"
+    out.append(
+        f"decisions on golden set {plan.golden_id}{where}: {decided.reuse}, {this} "
+        f"(gates.max_decisions {decided.max_decisions}){parts}"
+    )
+    return out
+
+
+def under_plan(uri: str, comparison) -> None:
+    """`--plan`: read the plan and the reuse of its golden set from the tracking store, decide
+    every candidate, put each decision in its candidate's JSON object, and say the reuse warning."""
+    import sys
+
+    from cortex_exp.tracking import plans
+
+    options = comparison.options
+    plan_run = plans.read_plan(uri, options.plan)
+    starts = plans.start_times(uri, [c.run_id for c in comparison.candidates])
+    golden, parent = plan_run.plan.get("golden_id", ""), plan_run.plan.get("golden_parent")
+    before = plans.decisions_on(uri, golden)
+    by_part = plans.decisions_by_part(uri, parent) if parent else {}
+    decided = decide_comparison(comparison, plan_run, starts, before, by_part, options.max_decisions)
+    for p, d in zip(comparison.pairs, decided.decisions):
+        p.result["decision"] = d.as_dict(decided.plan_id)
+    decided.recorded = not options.no_log
+    comparison.decided = decided
+    if decided.warning:
+        print(decided.warning, file=sys.stderr)
+
+
+def record_tags(decided: Decided, form: str) -> dict[str, str]:
+    """The comparison run's tags under a plan (`tracking.plans.decision_tags`), the primary, and
+    each decision's reasons in one line (`decision.<i>`, `decision.<i>.reason` in the form many)."""
+    from cortex_exp.tracking.plans import decision_tags
+
+    tags = {**decision_tags(decided.plan.as_dict(), decided.plan_id, decided.outcomes), "primary": decided.plan.primary}
+    if form == "pair":
+        tags["decision_reason"] = " | ".join(decided.decisions[0].reasons)[:5000]
+        return tags
+    for i, d in enumerate(decided.decisions, start=1):
+        tags.update({f"decision.{i}": d.outcome, f"decision.{i}.reason": " | ".join(d.reasons)[:5000]})
+    return tags
+
+
+def record_values(decided: Decided, form: str) -> dict[str, float]:
+    """The primary's difference and interval at the plan's level (`primary_diff`, `primary_ci_low`,
+    `primary_ci_high`; `c<i>.` before each in the form many)."""
+    values = {}
+    for i, e in enumerate(decided.primaries, start=1):
+        if e is None:
+            continue
+        prefix = "" if form == "pair" else f"c{i}."
+        values.update(
+            {f"{prefix}primary_diff": e.diff, f"{prefix}primary_ci_low": e.low, f"{prefix}primary_ci_high": e.high}
+        )
+    return values

@@ -1,0 +1,222 @@
+"""Golden sets from the logs a team already keeps (docs/traces.md): an MLflow experiment's traces
+(`source.kind` mlflow), OpenTelemetry files (`otlp`), a team's own JSONL through a map
+(`serves` with `map`). Each reads its source into serves, then builds exactly as from
+serves.jsonl (`filters.build_golden`: the four filters) and writes through the one writer; the
+manifest's `source` says what was read and what was dropped, by reason, so that `golden
+rebuild` reads the same source again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from cortex_exp.data.corpus import load_corpus
+from cortex_exp.errors import InputError
+from cortex_exp.golden.filters import build_golden
+from cortex_exp.golden.lineage import carry_forward
+from cortex_exp.golden.manifest import describe_inputs
+from cortex_exp.golden.store import GoldenSet, check_out_dir, write_golden
+from cortex_exp.golden.traces import TraceMapping, TraceReader
+from cortex_exp.progress import bar
+
+
+def parse_time(text: str | None, flag: str) -> datetime | None:
+    """An ISO-8601 time (UTC when it names no zone) of `--since`/`--until`."""
+    if text is None:
+        return None
+    try:
+        ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"{flag} {text!r}: not an ISO-8601 time (e.g. 2026-11-20T10:00:00Z)") from None
+    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+
+
+def _iso(ts: datetime | None) -> str | None:
+    return None if ts is None else ts.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def sources_of(text: str | None) -> frozenset[str] | None:
+    """`--verdict-sources human,code` as MLflow's source types (HUMAN, CODE); None: all."""
+    if not text or text == "all":
+        return None
+    return frozenset(part.strip().upper() for part in text.split(",") if part.strip())
+
+
+def counted(traces: Iterable[dict], desc: str) -> Iterator[dict]:
+    """The traces, with a progress bar on stderr (a terminal only)."""
+    with bar(None, desc, unit="trace") as progress:
+        for trace in traces:
+            yield trace
+            progress.update()
+
+
+def _finish(corpus_path: Path, corpus, serves: list, source: dict, out_dir: Path, now, how: str) -> GoldenSet:
+    source = {**source, **describe_inputs(corpus=corpus_path)}
+    golden = carry_forward(build_golden(corpus, serves, source=source, now=now), out_dir, how)
+    write_golden(golden, out_dir, inputs=(corpus_path,))
+    return golden
+
+
+def build_from_mlflow(
+    corpus_path: Path,
+    out_dir: Path,
+    *,
+    uri: str,
+    experiment: str,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    filter_string: str | None = None,
+    mapping: TraceMapping | None = None,
+    verdict_sources: frozenset[str] | None = None,
+    now: datetime | None = None,
+    how: str = "build",
+) -> GoldenSet:
+    """A golden set from an MLflow experiment's traces, read page by page."""
+    from cortex_exp.tracking.traces import find_experiment, public_uri, read_traces, trace_filter
+
+    check_out_dir(out_dir, (corpus_path,))
+    corpus = load_corpus(corpus_path)  # a bad corpus is refused before the store is read
+    mapping = mapping or TraceMapping()
+    exp_id = find_experiment(uri, experiment)
+    reader = TraceReader(mapping, verdict_sources)
+    needed = ({mapping.retriever_type}, {mapping.always_span})  # the spans whose outputs are read
+    traces = read_traces(uri, exp_id, trace_filter(filter_string, since, until), needed)
+    serves = reader.serves(counted(traces, "reading traces"))
+    source = {
+        "kind": "mlflow",
+        "tracking_uri": public_uri(uri),
+        "experiment": experiment,
+        "experiment_id": exp_id,
+        "filter": filter_string,
+        "since": _iso(since),
+        "until": _iso(until),
+        "verdict_sources": sorted(verdict_sources) if verdict_sources else "all",
+        "mapping": mapping.as_json(),
+        **reader.described(),
+    }
+    return _finish(corpus_path, corpus, serves, source, out_dir, now, how)
+
+
+def in_window(traces: Iterable[dict], since: datetime | None, until: datetime | None) -> Iterator[dict]:
+    lo = None if since is None else since.timestamp() * 1000
+    hi = None if until is None else until.timestamp() * 1000
+    for t in traces:
+        if (lo is None or t["request_time_ms"] >= lo) and (hi is None or t["request_time_ms"] < hi):
+            yield t
+
+
+def build_from_otlp(
+    corpus_path: Path,
+    out_dir: Path,
+    files: list[Path],
+    *,
+    annotations: Path | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    mapping: TraceMapping | None = None,
+    verdict_sources: frozenset[str] | None = None,
+    now: datetime | None = None,
+    how: str = "build",
+) -> GoldenSet:
+    """A golden set from OTLP/JSON files (and a file of document annotations)."""
+    from cortex_exp.golden.otlp import read_traces
+
+    if not files:
+        raise InputError("golden build --from otlp: give the OTLP/JSON file(s) to read")
+    inputs = (corpus_path, *files, *([annotations] if annotations else []))
+    check_out_dir(out_dir, inputs)
+    corpus = load_corpus(corpus_path)
+    mapping = mapping or TraceMapping()
+    reader = TraceReader(mapping, verdict_sources)
+    traces = in_window(read_traces(files, annotations, mapping.verdict), since, until)
+    serves = reader.serves(counted(traces, "reading traces"))
+    named = describe_inputs(**{f"file{i}": f for i, f in enumerate(files)})
+    source = {
+        "kind": "otlp",
+        "files": list(named.values()),
+        "annotations": describe_inputs(a=annotations)["a"] if annotations else None,
+        "since": _iso(since),
+        "until": _iso(until),
+        "verdict_sources": sorted(verdict_sources) if verdict_sources else "all",
+        "mapping": mapping.as_json(),
+        **reader.described(),
+    }
+    return _finish(corpus_path, corpus, serves, source, out_dir, now, how)
+
+
+def build_from_map(
+    corpus_path: Path,
+    out_dir: Path,
+    serves_path: Path,
+    map_path: Path,
+    *,
+    verdict_sources: frozenset[str] | None = None,
+    now: datetime | None = None,
+    how: str = "build",
+) -> GoldenSet:
+    """A golden set from a team's own JSONL, through the JMESPath expressions of MAP.yaml."""
+    from cortex_exp.golden.jsonmap import JsonMap, read_mapped
+    from cortex_exp.golden.traces import read_map_file
+
+    check_out_dir(out_dir, (corpus_path, serves_path, map_path))
+    corpus = load_corpus(corpus_path)
+    jmap = JsonMap.from_settings(read_map_file(map_path), str(map_path))
+    serves, described = read_mapped(serves_path, jmap, verdict_sources)
+    source = {
+        "kind": "serves",
+        **describe_inputs(serves=serves_path, map=map_path),
+        "verdict_sources": sorted(verdict_sources) if verdict_sources else "all",
+        **described,
+    }
+    return _finish(corpus_path, corpus, serves, source, out_dir, now, how)
+
+
+def rebuild_from_source(source: dict, golden_dir: Path, corpus_path: Path, now: datetime | None) -> GoldenSet:
+    """`golden rebuild` of a set built from traces: the same source, window, filter and mapping."""
+    picked = source.get("verdict_sources")
+    verdict_sources = None if picked in (None, "all") else frozenset(picked)
+    if source["kind"] == "serves":
+        serves, jmap = _existing(source.get("serves"), golden_dir), _existing(source.get("map"), golden_dir)
+        return build_from_map(
+            corpus_path, golden_dir, serves, jmap, verdict_sources=verdict_sources, now=now, how="rebuild"
+        )
+    mapping = TraceMapping.from_settings(source.get("mapping"), f"{golden_dir}/manifest.json source.mapping")
+    if source["kind"] == "mlflow":
+        return build_from_mlflow(  # credentials, which the manifest never holds: MLFLOW_TRACKING_USERNAME/PASSWORD
+            corpus_path,
+            golden_dir,
+            uri=source["tracking_uri"],
+            experiment=source["experiment"],
+            since=parse_time(source.get("since"), "source.since"),
+            until=parse_time(source.get("until"), "source.until"),
+            filter_string=source.get("filter"),
+            mapping=mapping,
+            verdict_sources=verdict_sources,
+            now=now,
+            how="rebuild",
+        )
+    if source["kind"] == "otlp":
+        files = [_existing(f, golden_dir) for f in source.get("files") or ()]
+        notes = source.get("annotations")
+        return build_from_otlp(
+            corpus_path,
+            golden_dir,
+            files,
+            annotations=_existing(notes, golden_dir) if notes else None,
+            since=parse_time(source.get("since"), "source.since"),
+            until=parse_time(source.get("until"), "source.until"),
+            mapping=mapping,
+            verdict_sources=verdict_sources,
+            now=now,
+            how="rebuild",
+        )
+    raise InputError(f"{golden_dir}/manifest.json: source.kind {source['kind']!r} cannot be rebuilt from traces")
+
+
+def _existing(entry, golden_dir: Path) -> Path:
+    path = Path(entry["path"]) if isinstance(entry, dict) and "path" in entry else None
+    if path is None or not path.exists():
+        raise InputError(f"{golden_dir}/manifest.json: source file {entry!r} no longer exists; cannot rebuild")
+    return path

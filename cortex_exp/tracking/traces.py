@@ -1,0 +1,151 @@
+"""An experiment's traces (MLflow Tracing), read page by page and handed on as plain values.
+
+`read_traces` yields one dict per trace — never an MLflow object, never more than one page of
+traces in memory — so that the golden set's builder (`cortex_exp.golden.traces`) maps them
+without importing mlflow:
+
+    {"trace_id", "client_request_id", "state", "request_time_ms", "updated_ms", "tags",
+     "spans": [{"span_id", "parent_id", "name", "span_type", "start_ns", "inputs", "outputs"}],
+     "feedback": [{"name", "span_id", "value", "error", "metadata", "source", "updated_ms"}]}
+
+`feedback` holds the assessments in force only (`Trace.search_assessments(type="feedback")`:
+one overridden by another is left out, its metadata inherited by the one in force), oldest
+first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from urllib.parse import urlsplit, urlunsplit
+
+from cortex_exp.errors import InputError
+from cortex_exp.tracking.runs import guard
+from cortex_exp.tracking.store import check_reachable, client, sqlite_path
+
+PAGE = 100  # traces per page: one page in memory at a time
+
+
+def public_uri(uri: str) -> str:
+    """`uri` as the manifest records it: without the credentials it may carry (user:password@host),
+    an sqlite database by its absolute path (a rebuild elsewhere reads the same store)."""
+    db = sqlite_path(uri)
+    if db is not None:
+        return f"sqlite:///{db.resolve()}"
+    parts = urlsplit(uri)
+    if "@" not in parts.netloc:
+        return uri
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def find_experiment(uri: str, name: str) -> str:
+    """The id of the experiment called `name`; exit 4 when the store does not answer, exit 2
+    (naming a few experiments that do exist) when there is none of that name."""
+    check_reachable(uri)
+    with guard(uri):
+        c = client(uri)
+        found = c.get_experiment_by_name(name)
+        if found is None:
+            known = [e.name for e in c.search_experiments(max_results=10)]
+    if found is None:
+        raise InputError(
+            f"--experiment {name}: no experiment of that name at {public_uri(uri)}; "
+            f"experiments there: {', '.join(known) or 'none'} (give the name the app's traces are logged to)"
+        )
+    return found.experiment_id
+
+
+def trace_filter(user_filter: str | None, since: datetime | None, until: datetime | None) -> str | None:
+    """MLflow's filter string: the user's, and the window on the trace's request time
+    (since inclusive, until exclusive)."""
+    parts = [f"({user_filter})"] if user_filter else []
+    if since is not None:
+        parts.append(f"trace.timestamp_ms >= {int(since.timestamp() * 1000)}")
+    if until is not None:
+        parts.append(f"trace.timestamp_ms < {int(until.timestamp() * 1000)}")
+    return " AND ".join(parts) or None
+
+
+def read_traces(
+    uri: str, experiment_id: str, filter_string: str | None, outputs_of=None, page: int = PAGE
+) -> Iterator[dict]:
+    """Every trace of the experiment that the filter keeps, oldest first, as plain dicts;
+    `outputs_of` (span types, span names), when given, the spans whose outputs are read (the
+    others' are None: MLflow decodes a span's JSON each time it is asked)."""
+    from mlflow.exceptions import MlflowException
+
+    c, token = client(uri), None
+    while True:
+        with guard(uri):
+            try:
+                found = c.search_traces(
+                    locations=[experiment_id],
+                    filter_string=filter_string,
+                    max_results=page,
+                    order_by=["timestamp_ms ASC"],
+                    page_token=token,
+                )
+            except MlflowException as exc:
+                if exc.error_code == "INVALID_PARAMETER_VALUE" and "filter" in str(exc).lower():
+                    raise InputError(f"--filter: MLflow refused the filter {filter_string!r}: {exc}") from None
+                raise
+        for trace in found:
+            yield plain(trace, outputs_of)
+        token = found.token
+        if not token:
+            return
+
+
+def plain(trace, outputs_of=None) -> dict:
+    """One MLflow `Trace` as plain values (the module docstring's shape); inputs of the root spans
+    only, outputs of the spans `outputs_of` names (None: all)."""
+    types, names = outputs_of or (None, None)
+    info = trace.info
+    every = {a.assessment_id: a for a in trace.search_assessments(type="feedback", all=True)}
+    in_force = trace.search_assessments(type="feedback")
+    feedback = sorted((_feedback(a, every) for a in in_force), key=lambda f: f["updated_ms"])
+    request_ms = int(info.request_time)
+    ended = request_ms + int(info.execution_duration or 0)
+    return {
+        "trace_id": info.trace_id,
+        "client_request_id": info.client_request_id,
+        "state": str(getattr(info.state, "value", info.state)),
+        "request_time_ms": request_ms,
+        "updated_ms": max([ended, *(f["updated_ms"] for f in feedback)]),
+        "tags": dict(info.tags or {}),
+        "spans": [
+            {
+                "span_id": s.span_id,
+                "parent_id": s.parent_id,
+                "name": s.name,
+                "span_type": s.span_type,
+                "start_ns": s.start_time_ns,
+                "inputs": s.inputs if s.parent_id is None or outputs_of is None else None,
+                "outputs": s.outputs if types is None or s.span_type in types or s.name in names else None,
+            }
+            for s in trace.data.spans
+        ],
+        "feedback": feedback,
+    }
+
+
+def _feedback(a, every: dict) -> dict:
+    """One feedback in force; its metadata over that of the feedback it overrides (which named the
+    document: `mlflow.override_feedback` keeps the span, not the metadata)."""
+    updated = a.last_update_time_ms or a.create_time_ms or 0
+    chain, seen = [a], {a.assessment_id}
+    while chain[-1].overrides in every and chain[-1].overrides not in seen:
+        seen.add(chain[-1].overrides)
+        chain.append(every[chain[-1].overrides])
+    metadata = {}
+    for older in reversed(chain):
+        metadata.update(older.metadata or {})
+    return {
+        "name": a.name,
+        "span_id": a.span_id,
+        "value": a.value,
+        "error": a.error is not None,
+        "metadata": metadata,
+        "source": str(getattr(a.source.source_type, "value", a.source.source_type)) if a.source else "",
+        "updated_ms": int(updated),
+    }

@@ -1,0 +1,205 @@
+"""`compare ... --plan PLAN_ID`, `--min-effect`, `--ci permutation` end to end on runs logged to a
+tmp sqlite MLflow store (issue 20): the outcome per candidate in the text, the JSON and the tags;
+the plan run linked to its decisions; each reason a plan is void; the reuse of a golden set."""
+
+from __future__ import annotations
+
+import json
+
+import mlflow
+import numpy as np
+import pytest
+from scipy import stats as sps
+from support.compare_runs import log_run, new_store
+
+from cortex_exp.compare.cli import main as compare_main
+from cortex_exp.plan.__main__ import main as plan_main
+
+N = 40
+
+
+def rows(shift: float = 0.0, spread: float = 0.0, noise: float = 0.0) -> list[dict]:
+    """N queries: recall_at_24 = base + shift ± spread (alternating), noise_at_5 = 0.1 + noise ± 0.01."""
+    base = np.linspace(0.3, 0.7, N)
+    out = []
+    for i in range(N):
+        sign = 1.0 if i % 2 == 0 else -1.0
+        out.append(
+            {
+                "qid": f"q{i:02d}",
+                "project": f"p{i % 4}",
+                "recall_at_24": float(base[i] + shift + sign * spread),
+                "noise_at_5": float(0.1 + noise + sign * 0.01),
+                "mrr": float(base[i] / 2),
+            }
+        )
+    return out
+
+
+def plan(capsys, uri, *extra, baseline="core/bm25_v1") -> str:
+    args = ["create", "--baseline", baseline, "--primary", "recall_at_24", "--min-effect", "0.02", *extra]
+    code = plan_main([*args, "--tracking-uri", uri])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return out.strip().splitlines()[-1].removeprefix("plan_id: ")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    tmp, uri, exp = new_store(tmp_path_factory)
+    runs = {"base": log_run(exp, "core/bm25_v1", rows())}
+    mlflow.set_tracking_uri(None)
+    return uri, exp, runs
+
+
+def later(uri, exp, name, per_query, **tags) -> str:
+    mlflow.set_tracking_uri(uri)
+    try:
+        return log_run(exp, name, per_query, **tags)
+    finally:
+        mlflow.set_tracking_uri(None)
+
+
+def decide_json(capsys, uri, *args):
+    code = compare_main([*args, "--tracking-uri", uri, "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out), err
+
+
+def test_one_plan_many_candidates_each_its_outcome_tagged_and_linked(store, capsys):
+    uri, exp, runs = store
+    plan_id = plan(capsys, uri, "--guardrail", "noise_at_5:+0.005", "--candidates", "3")
+    ship = later(uri, exp, "core/ship", rows(0.1, 0.05))
+    flat = later(uri, exp, "core/flat", rows(0.0, 0.01))
+    noisy = later(uri, exp, "core/noisy", rows(0.1, 0.05, noise=0.02))
+    result, err = decide_json(capsys, uri, runs["base"], ship, flat, noisy, "--plan", plan_id)
+    outcomes = [c["decision"]["outcome"] for c in result["candidates"]]
+    assert outcomes == ["ship", "equivalent", "no_ship"]
+    assert all(set(c["decision"]) == {"outcome", "reasons", "plan_id"} for c in result["candidates"])
+    assert result["candidates"][2]["decision"]["reasons"][0].startswith("guardrail noise_at_5")
+    # the decision's interval is the paired t at the plan's level 1 - 0.05/3, not the table's
+    base, cand = rows(), rows(0.1, 0.05)
+    a, b = (np.array([r["recall_at_24"] for r in x]) for x in (base, cand))
+    ci = sps.ttest_rel(b, a).confidence_interval(1 - 0.05 / 3)
+    assert f"[{ci.low:+.4f}, {ci.high:+.4f}]" in result["candidates"][0]["decision"]["reasons"][0]
+    comp_id = err.strip().splitlines()[-1].split("comparison_run_id: ")[1]
+    client = mlflow.MlflowClient(uri)
+    tags = client.get_run(comp_id).data.tags
+    assert tags["plan_id"] == plan_id and tags["decision"] == "ship,equivalent,no_ship"
+    assert tags["decision.3"] == "no_ship" and "guardrail noise_at_5" in tags["decision.3.reason"]
+    assert tags["decision_golden_id"] == "g1" and tags["decisions_made"] == "3"
+    assert client.get_run(comp_id).data.metrics["c1.primary_diff"] == pytest.approx(0.1)
+    plan_tags = client.get_run(plan_id).data.tags
+    assert plan_tags[f"decided_in.{comp_id}"] == "ship,equivalent,no_ship"
+    assert f"/runs/{comp_id}?workflowType=machine_learning): core/ship **ship**" in plan_tags["mlflow.note.content"]
+
+
+def test_the_text_says_each_decision_and_what_is_not_in_the_plan(store, capsys):
+    uri, exp, runs = store
+    plan_id = plan(capsys, uri)
+    cand = later(uri, exp, "core/text", rows(0.1, 0.05))
+    code = compare_main([runs["base"], cand, "--plan", plan_id, "--tracking-uri", uri, "--no-log"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "\ndecision: ship\n" in out and "not in the plan (shown above, they do not decide): noise_at_5, mrr" in out
+    assert max(len(line) for line in out.splitlines()) <= 100
+
+
+def test_void_for_each_reason(store, capsys):
+    uri, exp, runs = store
+    early = later(uri, exp, "core/early", rows(0.1, 0.05))
+    plan_id = plan(capsys, uri, "--candidates", "1")
+    degraded = later(uri, exp, "core/degraded", rows(0.1, 0.05), degraded="true")
+    moved = later(uri, exp, "core/moved", rows(0.1, 0.05), corpus_moved="true")
+    reference = later(uri, exp, "graph/ref", rows(0.1, 0.05))
+    cases = {
+        early: "a plan written after the result does not decide",
+        degraded: "is degraded (a gate was overridden)",
+        moved: "ran on a corpus that moved from its golden set",
+        reference: "this comparison does not decide: WARNING: REFERENCE ONLY",
+    }
+    for cand, why in cases.items():
+        result, _ = decide_json(capsys, uri, runs["base"], cand, "--plan", plan_id, "--no-log")
+        assert result["decision"]["outcome"] == "void" and any(why in r for r in result["decision"]["reasons"])
+    # more candidates than the plan was made for
+    result, _ = decide_json(capsys, uri, runs["base"], degraded, moved, "--plan", plan_id, "--no-log")
+    assert all(any("--candidates 2" in r for r in c["decision"]["reasons"]) for c in result["candidates"])
+    # the plan changed after it was made: its plan.json no longer gives its digest
+    client = mlflow.MlflowClient(uri)
+    stored = json.loads(open(client.download_artifacts(plan_id, "plan.json")).read())
+    mlflow.set_tracking_uri(uri)
+    try:
+        client.log_dict(plan_id, {**stored, "min_effect_value": 0.001}, "plan.json")
+    finally:
+        mlflow.set_tracking_uri(None)
+    fresh = later(uri, exp, "core/fresh", rows(0.1, 0.05))
+    result, _ = decide_json(capsys, uri, runs["base"], fresh, "--plan", plan_id, "--no-log")
+    assert result["decision"]["outcome"] == "void"
+    assert result["decision"]["reasons"][0].startswith("the plan was changed after it was made")
+
+
+def test_a_golden_set_reused_past_max_decisions_warns(store, capsys):
+    uri, exp, _ = store
+    base = later(uri, exp, "core/base7", rows(), golden="g7")  # a golden set of its own: its own count
+    plan_id = plan(capsys, uri, baseline=base)
+    counts = []
+    for i in range(3):
+        cand = later(uri, exp, f"core/try{i}", rows(0.1, 0.05), golden="g7")
+        code = compare_main([base, cand, "--plan", plan_id, "--tracking-uri", uri, "--max-decisions", "2"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        counts.append(("WARNING: GOLDEN SET REUSED 3 TIMES" in err, f"decisions on golden set g7: {i + 1}," in out))
+    assert counts == [(False, True), (False, True), (True, True)]
+
+
+def test_min_effect_adds_equivalent_and_permutation_is_a_ci_kind(store, capsys):
+    uri, exp, runs = store
+    cand = later(uri, exp, "core/tiny", rows(0.004, 0.002))  # +0.004 ± 0.0007: real and negligible
+    plain, _ = decide_json(capsys, uri, runs["base"], cand, "--no-log", "--metric", "recall_at_24")
+    assert (
+        plain["metrics"]["recall_at_24"]["verdict"] == "better" and "min_effect" not in plain["metrics"]["recall_at_24"]
+    )
+    margin, _ = decide_json(
+        capsys, uri, runs["base"], cand, "--no-log", "--metric", "recall_at_24", "--min-effect", "2%"
+    )
+    m = margin["metrics"]["recall_at_24"]
+    assert m["verdict"] == "equivalent" and m["min_effect"]["value"] == pytest.approx(0.02 * 0.5)
+    perm, _ = decide_json(capsys, uri, runs["base"], cand, "--no-log", "--ci", "permutation", "--seed", "3")
+    assert perm["ci"] == "permutation" and perm["seed"] == 3
+    d = np.array([r["recall_at_24"] for r in rows(0.004, 0.002)]) - np.array([r["recall_at_24"] for r in rows()])
+    ref = sps.permutation_test((d,), np.mean, permutation_type="samples", n_resamples=10_000, random_state=3)
+    assert perm["metrics"]["recall_at_24"]["p_value"] == pytest.approx(ref.pvalue, abs=0.002)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--plan", "0" * 32], "no such run"),
+        (["--min-effect", "recall_at_24=2%"], "one SIZE for every metric"),
+        (["--min-effect", "zero"], "--min-effect 'zero'"),
+        (["--max-decisions", "-1"], "--max-decisions -1"),
+    ],
+)
+def test_bad_input_is_exit_2(store, capsys, args, message):
+    uri, exp, runs = store
+    code = compare_main([runs["base"], runs["base"], *args, "--tracking-uri", uri, "--no-log"])
+    assert code == 2 and message in capsys.readouterr().err
+
+
+def test_decisions_on_a_held_out_part_are_counted_by_part(store, capsys):
+    uri, exp, _ = store
+    base = later(uri, exp, "core/baseH", rows(), golden="gH")
+    manifest = {"golden_id": "gH", "split": {"part": "holdout", "parent": "gP"}}
+    mlflow.MlflowClient(uri).log_dict(base, manifest, "golden_manifest.json")
+    plan_id = plan(capsys, uri, "--holdout", baseline=base)
+    cand = later(uri, exp, "core/held", rows(0.1, 0.05), golden="gH")
+    code = compare_main([base, cand, "--plan", plan_id, "--tracking-uri", uri])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    said = " ".join(out.split())  # the lines as read, unwrapped
+    assert "decisions on golden set gH (holdout part of gP): 1, this one included" in said
+    assert "by part: holdout 1" in said
+    comp_id = out.strip().splitlines()[-1].split("comparison_run_id: ")[1]
+    tags = mlflow.MlflowClient(uri).get_run(comp_id).data.tags
+    assert (tags["decision_golden_part"], tags["decision_golden_parent"]) == ("holdout", "gP")
