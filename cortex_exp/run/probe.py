@@ -52,6 +52,9 @@ from cortex_exp.retrievers.base import Index, KeyedIndex, SystemIndex
 
 TEXT_WORDS = 8
 LIVE_QUERIES = 3  # known-answer queries mixed into a whole system's run (the live check)
+# a sampled probe or live check may miss one document: a healthy side that misses a rare title
+# (the demo data's hashed-bag dense side: 17 of 1199) would otherwise be DOWN by the draw's luck
+SAMPLED_SPARE = 1
 MIN_FOUND_SHARE = 1.0  # docs/interface.md §5: each probe document must come back in the top 10
 _TWO_WORDS = re.compile(r"\w\W+\w")  # at least two words (runs of \w)
 
@@ -194,7 +197,9 @@ def _call_with_deadline(fn, timeout_s: float):
     return True, box.get("value"), box.get("error")
 
 
-def _judge(name: str, queries: list[ProbeQuery], rankings, k: int, latency: float, corpus=None) -> ProbeResult:
+def _judge(
+    name: str, queries: list[ProbeQuery], rankings, k: int, latency: float, corpus=None, spare: int = 0
+) -> ProbeResult:
     n = len(queries)
     if not isinstance(rankings, (list, tuple)) or len(rankings) != n:
         got = f"{len(rankings)} rankings" if isinstance(rankings, (list, tuple)) else repr(type(rankings).__name__)
@@ -203,7 +208,7 @@ def _judge(name: str, queries: list[ProbeQuery], rankings, k: int, latency: floa
         return ProbeResult(name, False, f"returned nothing for all {n} probe queries", n, 0, latency)
     missed = tuple(q.doc_id for q, r in zip(queries, rankings) if q.doc_id not in tuple(r.doc_ids)[:k])
     found = n - len(missed)
-    need = math.ceil(MIN_FOUND_SHARE * n)
+    need = max(1, math.ceil(MIN_FOUND_SHARE * n) - spare)
     detail = f"found {found} of {n} probe documents in the top {k} of their own query"
     if found < need:
         detail += f" (needs {need}); missed: {', '.join(missed)}"
@@ -252,7 +257,13 @@ def probe_component(
 
 
 def probe_system(
-    name: str, index: SystemIndex, corpus: Corpus, queries: list[ProbeQuery], k: int = 10, timeout_s: float = 30
+    name: str,
+    index: SystemIndex,
+    corpus: Corpus,
+    queries: list[ProbeQuery],
+    k: int = 10,
+    timeout_s: float = 30,
+    spare: int = 0,
 ) -> list[ProbeResult]:
     """One call to a whole system: its ranking judged as `name`, each side as the side's name."""
     texts, ids = [q.text for q in queries], [f"probe-{i + 1}" for i in range(len(queries))]
@@ -267,7 +278,7 @@ def probe_system(
         ]
     if error is not None:
         return [ProbeResult(name, False, f"raised {type(error).__name__}: {error}", len(texts), 0, latency)]
-    results = [_judge(name, queries, answer.ranking, k, latency, corpus)]
+    results = [_judge(name, queries, answer.ranking, k, latency, corpus, spare)]
     for side, rankings in answer.sides.items():
         failed = answer.errors.get(side)
         if failed:
@@ -275,7 +286,7 @@ def probe_system(
             detail = f"the system reported it failing on {len(failed)} of {len(texts)} probe queries: {first}"
             results.append(ProbeResult(side, False, detail, len(texts), 0, latency))
         else:
-            results.append(_judge(side, queries, rankings, k, latency, corpus))
+            results.append(_judge(side, queries, rankings, k, latency, corpus, spare))
     return results
 
 
@@ -288,7 +299,7 @@ def live_check(name: str, queries: Sequence[ProbeQuery], answer, k: int = 10, co
     for side, rankings in {name: answer.ranking, **answer.sides}.items():
         if answer.errors.get(side) or not any(len(r) for r in rankings):
             continue
-        results.append(_judge(side, queries, rankings, k, 0.0, corpus))
+        results.append(_judge(side, queries, rankings, k, 0.0, corpus, SAMPLED_SPARE))
     return results
 
 
@@ -327,7 +338,7 @@ def probe_all(
         if isinstance(index, KeyedIndex):
             results.append(not_probed(name))
         elif isinstance(index, SystemIndex):
-            results += probe_system(name, index, corpus, sampled, k, timeout_s)
+            results += probe_system(name, index, corpus, sampled, k, timeout_s, SAMPLED_SPARE if plan else 0)
         else:
             results.append(probe_component(name, index, corpus, n, k, timeout_s, queries))
     return results
