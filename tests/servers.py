@@ -275,7 +275,12 @@ class Misbehaving:
                     else:
                         result["ranking"] = [{**item, "score": 1.0} for item in result["ranking"][:3]]
                 data = _json.dumps(payload).encode()
-                head = f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+                # the handler closes its connection after one answer (HTTP/1.0): say so, or the client
+                # reuses it and loses a request to the race ("Server disconnected without sending a response")
+                head = (
+                    f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+                    "Connection: close\r\n\r\n"
+                )
                 raw = head.encode() + data
                 try:
                     if mode != "trickle":
