@@ -11,6 +11,7 @@ import sys
 import traceback
 from collections.abc import Callable
 
+from cortex_exp.redact import scrub
 from cortex_exp.settings import SettingError
 
 
@@ -61,10 +62,10 @@ def report(exc: BaseException) -> int:
     if isinstance(exc, SettingError):  # a setting built outside the Hydra edge: bad usage
         exc = InputError(f"{len(exc.problems)} problem(s) in the configuration", exc.problems)
     if isinstance(exc, CortexError):
-        print(str(exc), file=sys.stderr)
+        print(scrub(str(exc)), file=sys.stderr)
         return exc.exit_code
-    traceback.print_exc(file=sys.stderr)
-    print(f"error: unexpected failure (a bug): {type(exc).__name__}: {exc}", file=sys.stderr)
+    print(scrub(traceback.format_exc()), end="", file=sys.stderr)
+    print(scrub(f"error: unexpected failure (a bug): {type(exc).__name__}: {exc}"), file=sys.stderr)
     return 1
 
 

@@ -17,6 +17,7 @@ luck. Off unless the variable is set.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import signal
 import sys
@@ -66,15 +67,19 @@ def install() -> None:
 
 def closing() -> None:
     """The work is done and the process is exiting (joblib's workers are being joined, buffers
-    flushed): a signal from now on raises nothing, and only sets the exit code (128 + signal)."""
+    flushed): a signal from now on raises nothing, and only sets the exit code (128 + signal).
+    A process a signal stopped ends as soon as its clean-up is done and its output flushed: the
+    interpreter's own teardown (seconds on a busy machine, and a hang when an abandoned daemon
+    thread holds a lock it needs) is skipped."""
     if not _state["closing"]:
         _state["closing"] = True
         atexit.register(_exit_if_signalled)
 
 
 def _exit_if_signalled() -> None:
-    signum = _state["pending"] if _state["first"] is None else None
+    signum = _state["first"] or _state["pending"]
     if signum:
+        logging.shutdown()  # every handler flushed (Hydra's log file too)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(128 + signum)

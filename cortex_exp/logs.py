@@ -22,6 +22,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from cortex_exp.redact import scrub
+
 OURS = "cortex_exp"
 
 
@@ -58,7 +60,7 @@ class ConsoleFormatter(logging.Formatter):
     """cortex_exp's lines as written; another library's as `LEVEL: [logger] message`."""
 
     def format(self, record: logging.LogRecord) -> str:
-        text = super().format(record)
+        text = scrub(super().format(record))  # a library's line may quote a server's error body too
         if is_ours(record.name):
             return text
         return f"{record.levelname}: [{record.name}] {text}"

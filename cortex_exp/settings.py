@@ -70,6 +70,7 @@ class GateSettings:
     # decisions a golden set makes before compare --plan warns GOLDEN SET REUSED: 20 decisions at
     # alpha 0.05 expect one false ship among changes that do nothing (docs/decisions.md)
     max_decisions: int = 20
+    probe_seed: int | None = None  # the seed the probe's queries are sampled with; null: a fresh one each run
 
     def __post_init__(self):
         check(
@@ -100,6 +101,11 @@ class GateSettings:
                     "gates.max_unknown_share",
                     is_number(self.max_unknown_share) and 0 <= self.max_unknown_share <= 1,
                     f"a share between 0 and 1, got {self.max_unknown_share!r}",
+                ),
+                (
+                    "gates.probe_seed",
+                    self.probe_seed is None or (is_int(self.probe_seed) and self.probe_seed >= 0),
+                    f"null or a whole number >= 0, got {self.probe_seed!r}",
                 ),
             ]
         )

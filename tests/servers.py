@@ -193,3 +193,121 @@ def ray_head(cwd: Path, log: Path, env: dict, num_cpus: int = 2) -> Iterator[tup
     finally:
         stop(proc, signal.SIGTERM)  # `ray start --block` stops every process of its node on SIGTERM
         shutil.rmtree(temp, ignore_errors=True)
+
+
+# --- a search service that misbehaves (issue 17: deadlines, sides watched, secrets) -------------
+
+PROBE_REQUESTS = 5  # the probe's queries, one a request (retriever.service.batch_size=1)
+
+
+class Misbehaving:
+    """The reference search service (examples/search_service.py; its dense side the hashed-bag
+    encoder, strong enough for the probe) on 127.0.0.1, port 0, which answers the request as
+    `act(n, method, body)` says — n counts the POSTs from 1 (a GET: 0):
+
+    - `answer`: honestly; `trickle`: the honest answer one byte a second, from its status line;
+      `silent`: reads the request and never sends a byte;
+    - `lexical only`: honestly, but names only the lexical side (the dense side vanished);
+    - `other model`: the dense side answers another model's ranking (its honest ranking of the
+      whole corpus turned around, cut to k: the right documents last), the fused ranking made
+      from it;
+    - `echo`: HTTP 500 whose body echoes every request header (the auth header too);
+    - `tied`: a set, not a ranking: the honest top 3, every score 1.0.
+    `started` is set when a misbehaving answer begins (a test signals the run then)."""
+
+    def __init__(self, corpus_path: Path, cache_dir: Path, act):
+        import json as _json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        from fake_encoder import HashedBagEncoder
+        from loopback import reference_module
+
+        from cortex_exp.retrievers.base import Ranking
+        from cortex_exp.retrievers.dense import Dense
+
+        module = reference_module()
+        dense = Dense.using(HashedBagEncoder(), cache_dir=str(cache_dir), show_progress=False)
+        self.service = module.HybridService(corpus_path, dense=dense)
+        self.act, self.posts = act, 0
+        self.started, self.stop = threading.Event(), threading.Event()
+        owner, lock, honest_dense = self, threading.Lock(), self.service._dense
+
+        def reversed_dense(texts, k):  # the whole corpus ranked, turned around, cut to k
+            rankings, error = honest_dense(texts, len(self.service.corpus.docs))
+            turned = [Ranking(r.doc_ids[::-1][:k], tuple(-s for s in r.scores[::-1][:k])) for r in rankings]
+            return turned, error
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                self._reply(0, None, lambda: owner.service.listing())
+
+            def do_POST(self):
+                body = _json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                with lock:
+                    owner.posts += 1
+                    n = owner.posts
+                self._reply(n, body, lambda: owner.service.answer(body))
+
+            def _reply(self, n, body, honest):
+                mode = owner.act(n, self.command, body)
+                if mode != "answer":
+                    owner.started.set()
+                if mode == "silent":
+                    owner.stop.wait()
+                    return
+                status, payload = 200, None
+                if mode == "echo":
+                    heard = sorted(self.headers.items(), key=lambda h: h[0].lower() != "authorization")
+                    status, payload = 500, {"error": "bad request", "headers": dict(heard)}  # the auth header first
+                elif mode == "other model":
+                    with lock:
+                        owner.service._dense = reversed_dense
+                        try:
+                            payload = honest()
+                        finally:
+                            owner.service._dense = honest_dense
+                else:
+                    payload = honest()
+                for result in payload.get("results", []) if mode in ("lexical only", "tied") else []:
+                    if mode == "lexical only":
+                        result["components"].pop("dense")
+                    else:
+                        result["ranking"] = [{**item, "score": 1.0} for item in result["ranking"][:3]]
+                data = _json.dumps(payload).encode()
+                # the handler closes its connection after one answer (HTTP/1.0): say so, or the client
+                # reuses it and loses a request to the race ("Server disconnected without sending a response")
+                head = (
+                    f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+                    "Connection: close\r\n\r\n"
+                )
+                raw = head.encode() + data
+                try:
+                    if mode != "trickle":
+                        self.wfile.write(raw)
+                        return
+                    for i in range(len(raw)):
+                        if owner.stop.wait(1.0):
+                            return
+                        self.wfile.write(raw[i : i + 1])
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up: what a deadline does
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def after_probe(mode: str, listing: str = "answer"):
+    """An `act`: the probe's requests and the listing answered (the listing as `listing` says),
+    every later POST as `mode`."""
+    return lambda n, method, body: listing if method == "GET" else ("answer" if n <= PROBE_REQUESTS else mode)

@@ -104,7 +104,9 @@ def test_a_service_that_does_not_answer_in_time_is_down(serve):
 
     server = serve(hang)
     started = time.monotonic()
-    with pytest.raises(ComponentError, match=r"no answer within 0.2 s \(timeout\) \(after 2 attempts\)"):
+    with pytest.raises(
+        ComponentError, match=r"no whole answer within 0.2 s \(the deadline of one request\) \(after 2 attempts\)"
+    ):
         index(server.url, timeout_s=0.2, retries=1).answer(["d1"], 2)
     assert time.monotonic() - started < 0.9
 
@@ -225,3 +227,78 @@ def test_the_corpus_listing(serve):
     assert SearchService(url=server.url + "/search").corpus_listing() is None
     with pytest.raises(ComponentError, match="HTTP 404"):
         SearchService(url=server.url + "/search", corpus_url=server.url + "/nothing").corpus_listing()
+
+
+# --- deadlines, abandoned workers, secrets (issue 17) ------------------------------------------
+
+
+@pytest.fixture
+def trickling():
+    """A raw HTTP server on 127.0.0.1 that sends its (valid) answer one byte every 0.1 s: each
+    read is quick, the whole answer takes seconds."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    stop = threading.Event()
+    body = b'{"results": []}'
+    raw = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+
+    def serve_one(conn):
+        with conn:
+            conn.recv(65536)
+            for i in range(len(raw)):
+                if stop.wait(0.1):
+                    return
+                try:
+                    conn.sendall(raw[i : i + 1])
+                except OSError:
+                    return
+
+    def accept():
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve_one, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    stop.set()
+    listener.close()
+
+
+def test_a_trickling_service_misses_its_deadline(trickling):
+    started = time.monotonic()
+    with pytest.raises(ComponentError, match=r"no whole answer within 0.5 s \(the deadline of one request\)"):
+        index(trickling, timeout_s=0.5, retries=0).answer(["d1"], 2)
+    assert time.monotonic() - started < 2.0  # the answer would take 8 s; each read takes 0.1
+
+
+def test_the_first_failure_returns_at_once_without_joining_stuck_workers():
+    from cortex_exp.retrievers.http_json import gather
+
+    def stuck():
+        time.sleep(5)
+
+    def broken():
+        raise ComponentError("service", "broken")
+
+    started = time.monotonic()
+    with pytest.raises(ComponentError, match="broken"):
+        gather([stuck, broken, stuck], 2)
+    assert time.monotonic() - started < 1.0
+    assert gather([lambda: 1, lambda: 2, lambda: 3], 2) == [1, 2, 3]
+
+
+def test_the_auth_value_is_scrubbed_in_every_form():
+    from cortex_exp.redact import scrub, secret
+
+    secret('Bearer tok"en-9f8e7d')
+    echoed = '{"headers": {"Authorization": "Bearer tok\\"en-9f8e7d"}} Bearer%20tok%22en-9f8e7d tok"en-9f8e7d'
+    cleaned = scrub(echoed)
+    assert "9f8e7d" not in cleaned and cleaned.count("[redacted]") == 3
+    assert scrub("Bearer alone stays") == "Bearer alone stays"

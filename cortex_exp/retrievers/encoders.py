@@ -21,7 +21,7 @@ import numpy as np
 
 from cortex_exp.errors import ComponentError
 from cortex_exp.progress import bar
-from cortex_exp.retrievers.http_json import post_json
+from cortex_exp.retrievers.http_json import deadline_client, post_json
 
 LOCAL_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -146,7 +146,7 @@ class EndpointEncoder(Encoder):
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
-        with httpx.Client(timeout=self.timeout) as client:
+        with deadline_client(self.timeout) as client:  # a deadline for each whole answer
             parts = [self._post(client, texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
         return l2_normalize(np.concatenate(parts))
 

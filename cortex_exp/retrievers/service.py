@@ -2,8 +2,11 @@
 
 The run sends the golden queries `batch_size` to a request (default 1: one query per request,
 as users send them, so a latency is one query's), at most `concurrency` requests at a time.
-A request whose connection fails, times out or meets HTTP 429/5xx is retried up to `retries`
-times; one that still fails raises `ComponentError` — COMPONENT DOWN, never an empty list.
+A request whose connection fails, misses its deadline or meets HTTP 429/5xx is retried up to
+`retries` times; one that still fails raises `ComponentError` — COMPONENT DOWN, never an empty
+list. `timeout_s` is a deadline for each request's whole answer (connect to last byte), not a
+per-read timeout: a server trickling one byte a second fails by then (`http_json`). The requests
+run in daemon threads that are never joined on the way out, so a signal ends the run at once.
 The answer gives, per query, the service's own ranking and, when it exposes them, each side's
 (`protocol.py`): the probe and the silence gate then watch every side by its name.
 
@@ -11,7 +14,8 @@ Measured on every call (`Answer.figures`, logged as metrics): per-query latency 
 milliseconds (numpy's linear percentiles; a query's latency is its request's, from the first
 send to the answer, retries included), throughput (queries per second of wall time), requests
 and retries. An auth header's value is read from the environment variable `auth_env` when the
-index is built; it is never a parameter, never logged.
+index is built; it is never a parameter, never logged, and scrubbed from every message
+(`cortex_exp.redact`: a server echoing the header in an error body cannot leak it).
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import httpx
@@ -27,8 +30,9 @@ import numpy as np
 
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.errors import ComponentError, InputError
+from cortex_exp.redact import scrub, secret
 from cortex_exp.retrievers.base import OPERATIONAL, Answer, Retriever, SystemIndex
-from cortex_exp.retrievers.http_json import Reply, get_json, post_json
+from cortex_exp.retrievers.http_json import Reply, deadline_client, gather, get_json, post_json
 from cortex_exp.retrievers.protocol import ProtocolError, assemble, parse_result
 from cortex_exp.settings import check, is_int, is_number
 
@@ -83,14 +87,15 @@ class SearchService(Retriever):
                 f"retriever.service.auth_env: the environment variable {self.auth_env} is not set or empty; "
                 f"set it to the value of the {self.auth_header} header (e.g. 'Bearer <token>')"
             )
-        return {self.auth_header: value}
+        return {self.auth_header: secret(value)}
 
     def client(self, concurrency: int = 1) -> httpx.Client:
-        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-        return httpx.Client(timeout=self.timeout_s, limits=limits)
+        """Every request answered whole within `timeout_s` (a deadline, not a per-read timeout)."""
+        return deadline_client(self.timeout_s, concurrency)
 
     def fail(self, url: str):
-        return lambda message: ComponentError("service", f"search service {url}: {message}")
+        """A failure's `ComponentError`; what the server said is scrubbed of the auth value."""
+        return lambda message: ComponentError("service", f"search service {url}: {scrub(message)}")
 
     def index(self, corpus: Corpus) -> ServiceIndex:
         return ServiceIndex(self, self.headers())
@@ -146,28 +151,18 @@ class ServiceIndex(SystemIndex):
         return replace(answer, figures=figures(latencies, wall, retries, len(batches)))
 
     def _send_all(self, batches: list[list[int]], ids, texts, k: int) -> list[Reply]:
-        """Every batch, `concurrency` at a time; the first failure cancels what has not started."""
+        """Every batch, `concurrency` at a time; the first failure (or a signal) stops the rest
+        from starting and returns at once, abandoning requests in flight to their deadlines."""
         spec, fail = self.spec, self.spec.fail(self.spec.url)
-        with spec.client(spec.concurrency) as client, ThreadPoolExecutor(spec.concurrency) as pool:
-            futures = [
-                pool.submit(
-                    post_json,
-                    client,
-                    spec.url,
-                    {"queries": [{"id": ids[i], "text": texts[i]} for i in batch], "k": k},
-                    fail,
-                    retries=spec.retries,
-                    backoff_s=spec.backoff_s,
-                    headers=self._headers,
-                )
-                for batch in batches
-            ]
-            try:
-                return [f.result() for f in futures]
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
+
+        def send(batch: list[int]):
+            payload = {"queries": [{"id": ids[i], "text": texts[i]} for i in batch], "k": k}
+            return lambda: post_json(
+                client, spec.url, payload, fail, retries=spec.retries, backoff_s=spec.backoff_s, headers=self._headers
+            )
+
+        with spec.client(spec.concurrency) as client:
+            return gather([send(batch) for batch in batches], spec.concurrency, "cortex-service")
 
     def _results(self, body, ids: list[str], k: int) -> list:
         """The parsed results of one answer, in the order of `ids`."""

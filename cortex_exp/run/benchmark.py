@@ -30,8 +30,8 @@ from cortex_exp.run.indexes import build_indexes
 from cortex_exp.run.learned import load_features
 from cortex_exp.run.log import log
 from cortex_exp.run.prepare import prepare_data
-from cortex_exp.run.probe import health_record, probe_all
-from cortex_exp.run.ranking import combine, rank_components
+from cortex_exp.run.probe import health_record, probe_all, probe_plan
+from cortex_exp.run.ranking import combine, rank_components, watch_probed
 from cortex_exp.run.record import final_tags, log_results, open_benchmark_run, summary_table
 from cortex_exp.run.verdict import Refusal, apply, refuse_deferred
 from cortex_exp.settings import RunSettings
@@ -140,14 +140,15 @@ def prepare(settings: RunSettings, row: RowSpec) -> Prepared:
     found = checks.judge(checks.LOADED, context, listed)
     indexes = build_indexes(settings, corpus)
     require_queries(indexes, [q.qid for q in golden.queries])  # a ranking file short of queries: no run
-    results = probe_all(indexes, corpus)
-    context = dataclasses.replace(context, probes=results)
+    plan = probe_plan(corpus, settings.gates.probe_seed)
+    results = probe_all(indexes, corpus, plan=plan)
+    context = dataclasses.replace(context, plan=plan, probes=results)
     found += checks.judge(checks.PROBED, context)
     features, stores, down = load_features(settings, row, corpus)
     found += apply(down, settings.gates)
     interrupts.checkpoint("bench.probed")
     passed = gates_passed(stale, drift, results, stores)
-    health = health_record(results, stores)
+    health = health_record(results, stores, plan)
     ready = Prepared(corpus, indexed, golden, indexes, features, health, context, found, passed)
     ready.seconds = time.monotonic() - started
     return ready
@@ -166,10 +167,10 @@ def measure(settings: RunSettings, row: RowSpec, ready: Prepared) -> Measured:
     """Rank every component (cached), fuse, judge the rankings (`checks.MEASURED`), apply the
     row, score every query."""
     golden, corpus = ready.golden, ready.corpus
-    ranked_by = rank_components(
-        settings, corpus, ready.indexes, [q.text for q in golden.queries], [q.qid for q in golden.queries]
-    )
+    texts, qids = [q.text for q in golden.queries], [q.qid for q in golden.queries]
+    ranked_by = rank_components(settings, corpus, ready.indexes, texts, qids, ready.context.plan)
     interrupts.checkpoint("bench.ranked")
+    watch_probed(ranked_by, [r.name for r in ready.context.probes], len(golden.queries))  # a side gone is silent
     shares = gates.silence({name: [len(r) for r in rs] for name, rs in ranked_by.watched.items()})
     base = combine(settings, ranked_by.components)
     unknown = unknown_documents(corpus, base)
@@ -187,6 +188,8 @@ def measure(settings: RunSettings, row: RowSpec, ready: Prepared) -> Measured:
     )
     means = metrics.mean_scores(per_query, metrics.logged_names(settings.ks))
     health = {**ready.health, "components_observed": ranked_by.observed}
+    if ranked_by.live:
+        health["live_check"] = {r.name: r.as_json() for r in ranked_by.live}
     indexes = ready.indexes
     provenance = {n: i.provenance() for n, i in indexes.items() if callable(getattr(i, "provenance", None))}
     return Measured(per_query, means, shares, found, health, figures, ranked_by.observed, provenance)

@@ -34,8 +34,10 @@ class Context:
     """What a gate may look at; later stages fill more of it (None: not measured yet).
 
     `corpus` is `data.corpus`; `indexed` what the system indexes (a service's listing, else
-    the corpus); `stale`, `drift` the golden set's age and drift; `probes` the probe results;
-    `ranked` every ranking of the golden queries (`ranking.Ranked`); `base` the retriever's
+    the corpus); `stale`, `drift` the golden set's age and drift; `plan` the probe's seeded
+    known-answer queries and the live check's (`probe.ProbePlan`); `probes` the probe results;
+    `ranked` every ranking of the golden queries (`ranking.Ranked`: its live check, ties and
+    sides gone included); `base` the retriever's
     ranking per query (before the row); `shares` the silence per component; `unknown` the
     results naming documents the corpus lacks."""
 
@@ -46,6 +48,7 @@ class Context:
     indexed: Any
     stale: Any = None
     drift: Any = None
+    plan: Any = None
     probes: list = field(default_factory=list)
     ranked: Any = None
     base: list = field(default_factory=list)
@@ -68,10 +71,14 @@ GATES: list[Gate] = [
     Gate("stale", LOADED, lambda c: gates.stale_findings(c.stale, c.golden)),
     Gate("drift", LOADED, lambda c: gates.drift_findings(c.drift)),
     Gate("probe", PROBED, lambda c: gates.probe_findings(c.probes)),
+    Gate("scores_tied", MEASURED, lambda c: ranking.tie_findings(c.ranked)),
     Gate("component_failed", MEASURED, lambda c: ranking.failure_findings(c.ranked)),
     Gate("side_failed", MEASURED, lambda c: ranking.side_findings(c.ranked)),
+    Gate("side_gone", MEASURED, lambda c: ranking.gone_findings(c.ranked)),
     Gate("silence", MEASURED, lambda c: gates.silence_findings(c.shares, c.settings.gates)),
     Gate("corpus_mismatch", MEASURED, lambda c: agreement.mismatch_findings(c.unknown, c.corpus, c.settings.gates)),
+    # after the gates that say more precisely why a side answers wrong
+    Gate("live_check", MEASURED, lambda c: ranking.live_findings(c.ranked)),
 ]
 
 

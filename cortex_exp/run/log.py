@@ -8,11 +8,13 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from cortex_exp.redact import scrub
+
 logger = logging.getLogger("cortex_exp.run")
 
 
 def log(message: str) -> None:
-    logger.log(logging.WARNING if message.startswith("WARNING:") else logging.INFO, message)
+    logger.log(logging.WARNING if message.startswith("WARNING:") else logging.INFO, scrub(message))
 
 
 def where(path: str | Path) -> str:

@@ -6,7 +6,7 @@ cached: its answers come from outside the process. On the core path."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from cortex_exp.data.corpus import Corpus
@@ -17,6 +17,7 @@ from cortex_exp.retrievers.base import EMPTY, Answer, Index, KeyedIndex, Ranking
 from cortex_exp.retrievers.code_version import code_version
 from cortex_exp.run.indexes import identity, with_cache_dir
 from cortex_exp.run.log import log
+from cortex_exp.run.probe import ProbePlan, ProbeResult, live_check, live_message
 from cortex_exp.run.ranking_cache import cache_key, cached_rankings
 from cortex_exp.run.verdict import ALLOW_DEGRADED, ANYWAY, OVERRIDE
 from cortex_exp.settings import RunSettings
@@ -42,6 +43,9 @@ class Ranked:
     failed: dict[str, ComponentError] = field(default_factory=dict)
     figures: dict[str, float] = field(default_factory=dict)
     observed: bool = True
+    live: list[ProbeResult] = field(default_factory=list)  # the live check, by component and side
+    tied: dict[str, int] = field(default_factory=dict)  # systems whose scores all tie: their rankings of 2+
+    gone: list[str] = field(default_factory=list)  # sides the probe saw that the run's answers do not name
 
     @property
     def watched(self) -> dict[str, list[Ranking]]:
@@ -50,14 +54,29 @@ class Ranked:
 
 
 def rank_components(
-    settings: RunSettings, corpus: Corpus, indexes: dict[str, Index], texts: list[str], qids: list[str]
+    settings: RunSettings,
+    corpus: Corpus,
+    indexes: dict[str, Index],
+    texts: list[str],
+    qids: list[str],
+    plan: ProbePlan | None = None,
 ) -> Ranked:
-    """Each component's ranking of every golden query (`texts`, named by `qids`), by name."""
+    """Each component's ranking of every golden query (`texts`, named by `qids`), by name; a
+    whole system gets the plan's live-check queries mixed in (`live_checked`)."""
     depth = settings.retriever.depth
     ranked = Ranked({})
     for name, index in indexes.items():
-        if isinstance(index, (SystemIndex, KeyedIndex)):
+        if isinstance(index, KeyedIndex):
             answer = measure_anyway(ranked, name, lambda i=index, n=name: _answer(i, n, texts, qids, depth), len(texts))
+            _add_system(ranked, name, answer)
+            continue
+        if isinstance(index, SystemIndex):
+            answer = measure_anyway(
+                ranked,
+                name,
+                lambda i=index, n=name: live_checked(ranked, corpus, i, n, texts, qids, depth, plan),
+                len(texts),
+            )
             _add_system(ranked, name, answer)
             continue
 
@@ -103,6 +122,126 @@ def approximation(settings: RunSettings, ranked: Ranked, name: str, index: Index
         f"(a flat index's) on {found['queries']} of {found['of']} queries"
     )
     return {f"index_recall_at_{depth}_{name}": found["recall"], f"index_recall_queries_{name}": float(found["queries"])}
+
+
+def live_checked(
+    ranked: Ranked,
+    corpus: Corpus,
+    index: SystemIndex,
+    name: str,
+    texts: list[str],
+    qids: list[str],
+    depth: int,
+    plan: ProbePlan | None,
+) -> Answer:
+    """A whole system's answer to the golden queries, asked together with the plan's live-check
+    queries (at seeded places, under ids like theirs); the live ones are judged into
+    `ranked.live` and taken out again. A system whose scores all tie is counted in `ranked.tied`
+    (`tie_findings` warns)."""
+    live = list(plan.live) if plan is not None else []
+    places, live_ids = plan.mixed(qids) if live else ([], [])
+    order, golden = [], iter(range(len(texts)))
+    at = set(places)
+    for position in range(len(texts) + len(live)):
+        order.append(-1 - places.index(position) if position in at else next(golden))
+    ask_texts = [texts[i] if i >= 0 else live[-1 - i].text for i in order]
+    ask_ids = [qids[i] if i >= 0 else live_ids[-1 - i] for i in order]
+    answer = _answer(index, name, ask_texts, ask_ids, depth)
+    mine = [p for p, i in enumerate(order) if i >= 0]
+    theirs = [p for p, i in enumerate(order) if i < 0]
+    if live:
+        ranked.live += live_check(name, live, _take(answer, theirs), corpus=corpus)
+    answer = _take(answer, mine, answer.figures)
+    tied = all_tied(answer.ranking)
+    if tied:
+        ranked.tied[name] = tied
+    return answer
+
+
+def _take(answer: Answer, positions: list[int], figures: dict | None = None) -> Answer:
+    """The part of `answer` at `positions` (in that order), its errors renumbered."""
+    where = {p: j for j, p in enumerate(positions)}
+    errors = {s: {where[p]: m for p, m in failed.items() if p in where} for s, failed in answer.errors.items()}
+    return Answer(
+        [answer.ranking[p] for p in positions],
+        {s: [rs[p] for p in positions] for s, rs in answer.sides.items()},
+        {s: e for s, e in errors.items() if e},
+        dict(figures or {}),
+    )
+
+
+def all_tied(rankings: list[Ranking]) -> int:
+    """How many rankings of two documents or more there are, when every one of them gives all
+    its documents one score (0: some ranking has scores that differ, or none has two documents)."""
+    ranked = [r for r in rankings if len(r.scores) >= 2]
+    if not ranked or any(r.scores[0] != r.scores[-1] for r in ranked):
+        return 0
+    return len(ranked)
+
+
+def tie_findings(ranked: Ranked) -> list[Finding]:
+    """SERVICE SCORES TIED warns (it does not keep the run from deciding): a system whose every
+    ranking gives one score to all its documents was reordered by document id."""
+    return [
+        Finding(
+            "scores_tied",
+            f"WARNING: SERVICE SCORES TIED: {name}: every ranking it returned has one score for all its documents "
+            f"({tied} queries); their order was re-made by document id (docs/interface.md §4), so the metrics "
+            "measure the ids' order, not the service's. Have the service return its real scores.",
+            Action.WARN,
+            component=name,
+            blocks_decision=False,
+            noted=True,
+            evidence={"tied": tied},
+        )
+        for name, tied in ranked.tied.items()
+    ]
+
+
+def live_findings(ranked: Ranked) -> list[Finding]:
+    """A failed live check is COMPONENT DOWN (exit 3), as a component failing after its probe is;
+    under allow_degraded a line says so, and the run is tagged degraded."""
+    return [
+        Finding(
+            "live_check",
+            f"{live_message(r)}\nThe MLflow run ends FAILED (tag refused). {OVERRIDE}",
+            Action.REFUSE,
+            component=r.name,
+            override=ALLOW_DEGRADED,
+            reason=f"component {r.name} down",
+            tag="component_down",
+            let_through=live_message(r) + ANYWAY,
+            evidence={"checked": r.checked, "found": r.found, "missed": list(r.missed)},
+        )
+        for r in ranked.live
+        if not r.ok
+    ]
+
+
+def watch_probed(ranked: Ranked, probed: Iterable[str], n: int) -> None:
+    """Every side the probe saw must answer during the run: one the run's answers no longer name
+    counts as answering nothing on every query (`ranked.gone`), so the silence gate refuses it
+    (COMPONENT SILENT)."""
+    for name in probed:
+        if name not in ranked.watched:
+            ranked.sides[name] = [EMPTY] * n
+            ranked.gone.append(name)
+
+
+def gone_findings(ranked: Ranked) -> list[Finding]:
+    """SIDE GONE: a side the probe saw that the run's answers do not name (noted; the silence
+    gate refuses it, as answering nothing on every query)."""
+    return [
+        Finding(
+            "side_gone",
+            f"WARNING: SIDE GONE: {name}: the probe's answers named it, the run's answers do not",
+            Action.WARN,
+            component=name,
+            noted=True,
+            evidence={"queries": len(ranked.sides[name])},
+        )
+        for name in ranked.gone
+    ]
 
 
 def _answer(index: Index, name: str, texts: list[str], qids: list[str], depth: int) -> Answer:

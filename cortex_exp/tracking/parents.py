@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
+from cortex_exp.redact import scrub
 from cortex_exp.tracking import experiment
 from cortex_exp.tracking.lifecycle import append_note
 from cortex_exp.tracking.runlog import RunLog
@@ -39,6 +40,7 @@ def end_run(uri: str, run_id: str, status: str = "FINISHED", reason: str | None 
     with guard(uri):
         client = store_client(uri)
         if status != "FINISHED" and reason:
+            reason = scrub(reason)
             client.set_tag(run_id, "end_reason", reason)
             append_note(client, run_id, f"**{status}**: {reason}")
         with contextlib.redirect_stdout(sys.stderr):  # MLflow prints "View run ... at: <url>" on stdout

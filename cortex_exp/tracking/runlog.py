@@ -20,6 +20,7 @@ from pathlib import Path
 
 from cortex_exp import interrupts
 from cortex_exp.errors import CortexError, ServiceUnreachable
+from cortex_exp.redact import scrub
 from cortex_exp.tracking import failures, spool
 from cortex_exp.tracking.lifecycle import NOTE
 
@@ -30,7 +31,7 @@ REPLAY = "python -m cortex_exp.tracking replay"
 
 
 def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    print(scrub(message), file=sys.stderr, flush=True)
 
 
 class RunLog:
@@ -70,14 +71,14 @@ class RunLog:
     def set_tags(self, tags: dict) -> None:
         from mlflow.entities import RunTag
 
-        tags = {k: str(v) for k, v in tags.items()}
+        tags = {k: scrub(str(v)) for k, v in tags.items()}
         self.journal.tags.update(tags)
         self._call("log_batch", self.run_id, tags=[RunTag(k, v) for k, v in tags.items()])
 
     def log_params(self, params: dict) -> None:
         from mlflow.entities import Param
 
-        items = {k: str(v)[:6000] for k, v in params.items()}
+        items = {k: scrub(str(v))[:6000] for k, v in params.items()}
         self.journal.params.update(items)
         batch = [Param(k, v) for k, v in items.items()]
         for i in range(0, len(batch), 100):
@@ -97,7 +98,8 @@ class RunLog:
             self._call("log_batch", self.run_id, metrics=batch[i : i + 500])
 
     def log_text(self, name: str, text: str) -> str:
-        """The artifact `name` holding `text`; returns the sha256 of the bytes logged."""
+        """The artifact `name` holding `text` (scrubbed of secrets); returns the sha256 of the bytes logged."""
+        text = scrub(text)
         data = text.encode("utf-8")
         self.journal.add_artifact(name, data)
         self._call("log_text", self.run_id, text, name)
@@ -148,7 +150,7 @@ class RunLog:
 
     def _note_with(self, line: str) -> str:
         old = self.journal.tags.get(NOTE, "")
-        self.journal.tags[NOTE] = (old.rstrip() + "\n\n" if old else "") + line
+        self.journal.tags[NOTE] = scrub((old.rstrip() + "\n\n" if old else "") + line)
         return self.journal.tags[NOTE]
 
     def _mark_failed(self) -> str:

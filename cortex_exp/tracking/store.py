@@ -15,6 +15,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -51,18 +52,33 @@ def is_http(uri: str) -> bool:
 
 
 def check_reachable(uri: str, timeout_s: float = 5.0) -> None:
-    """Raise `ServiceUnreachable` (exit 4) before any work starts when a server does not answer."""
+    """Raise `ServiceUnreachable` (exit 4) before any work starts when a server does not answer
+    `/health` whole within `timeout_s` (a deadline: a server trickling its answer misses it too;
+    the asking thread is a daemon, left behind, never waited for)."""
     db = sqlite_path(uri)
     if db is not None and not db.parent.exists():
         raise ServiceUnreachable(f"MLFLOW UNREACHABLE: {uri} (folder {db.parent} does not exist)")
     if not is_http(uri):
         return
-    try:
-        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout_s) as resp:
-            if resp.status != 200:
-                raise ServiceUnreachable(f"MLFLOW UNREACHABLE: {uri} (/health answered {resp.status})")
-    except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as exc:
-        raise ServiceUnreachable(f"MLFLOW UNREACHABLE: {uri} ({exc}); nothing was measured") from None
+    answer: dict = {}
+
+    def ask() -> None:
+        try:
+            with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout_s) as resp:
+                resp.read()
+                answer["status"] = resp.status
+        except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as exc:
+            answer["error"] = exc
+
+    asking = threading.Thread(target=ask, name="cortex-mlflow-health", daemon=True)
+    asking.start()
+    asking.join(timeout_s)
+    if asking.is_alive():
+        answer["error"] = f"no whole answer from /health within {timeout_s:g} s"
+    if "error" in answer:
+        raise ServiceUnreachable(f"MLFLOW UNREACHABLE: {uri} ({answer['error']}); nothing was measured")
+    if answer["status"] != 200:
+        raise ServiceUnreachable(f"MLFLOW UNREACHABLE: {uri} (/health answered {answer['status']})")
 
 
 @contextmanager
