@@ -187,3 +187,16 @@ def first_block(lines: list[str]) -> list[str]:
     start = lines.index(next(line for line in lines if line.startswith("run ")))
     end = lines.index("", start) if "" in lines[start:] else len(lines)
     return lines[start:end]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_tracking_uri_leaks_between_modules():
+    """`mlflow.set_tracking_uri` also sets `$MLFLOW_TRACKING_URI` in this process: a module that
+    calls it in process (the traced agent's replay into a server of its own) must not point the
+    next module's subprocesses at that server once it is gone."""
+    before = os.environ.get("MLFLOW_TRACKING_URI")
+    yield
+    if before is None:
+        os.environ.pop("MLFLOW_TRACKING_URI", None)
+    else:
+        os.environ["MLFLOW_TRACKING_URI"] = before
