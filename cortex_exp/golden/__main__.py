@@ -73,10 +73,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def summary(golden) -> str:
+    """What a command that wrote `golden` prints: the golden_id its manifest was written with."""
     m = golden.manifest
     c, f = m["counts"], m["filters"]
     lines = [
-        f"golden set {golden.path}  golden_id {golden.golden_id}",
+        f"golden set {golden.path}  golden_id {m['golden_id']}",
         f"  queries {c['queries']}  projects {c['projects']}  positives {c['positives']}  "
         f"noise {c['noise']} (of which wrong {'?' if c.get('wrong') is None else c['wrong']})",
         "  filters: " + "  ".join(f"{k} {v}" for k, v in f.items()),

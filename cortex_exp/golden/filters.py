@@ -91,10 +91,10 @@ def _verdicts(group: list[Serve], corpus: Corpus, filters: dict[str, int]) -> di
     """Every verdict each document got across a task's serves; 1. always-served items never
     become labels (counted in `filters`)."""
     verdicts: dict[str, set[str]] = defaultdict(set)
+    always = corpus.always_served  # the ids flagged: no document is read from disk here
     for serve in group:
         for item in serve.items:
-            doc = corpus.by_id.get(item.doc_id)
-            if item.channel == "always" or (doc is not None and doc.always_served):
+            if item.channel == "always" or item.doc_id in always:
                 filters["always_served"] += 1
                 continue
             if item.verdict is not None:

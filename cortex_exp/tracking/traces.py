@@ -15,6 +15,9 @@ first.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 from collections.abc import Iterator
 from datetime import datetime
 from urllib.parse import urlsplit, urlunsplit
@@ -99,7 +102,6 @@ def read_traces(
 def plain(trace, outputs_of=None) -> dict:
     """One MLflow `Trace` as plain values (the module docstring's shape); inputs of the root spans
     only, outputs of the spans `outputs_of` names (None: all)."""
-    types, names = outputs_of or (None, None)
     info = trace.info
     every = {a.assessment_id: a for a in trace.search_assessments(type="feedback", all=True)}
     in_force = trace.search_assessments(type="feedback")
@@ -113,20 +115,70 @@ def plain(trace, outputs_of=None) -> dict:
         "request_time_ms": request_ms,
         "updated_ms": max([ended, *(f["updated_ms"] for f in feedback)]),
         "tags": dict(info.tags or {}),
-        "spans": [
-            {
-                "span_id": s.span_id,
-                "parent_id": s.parent_id,
-                "name": s.name,
-                "span_type": s.span_type,
-                "start_ns": s.start_time_ns,
-                "inputs": s.inputs if s.parent_id is None or outputs_of is None else None,
-                "outputs": s.outputs if types is None or s.span_type in types or s.name in names else None,
-            }
-            for s in trace.data.spans
-        ],
+        "spans": [span_fields(s, outputs_of) for s in trace.data.spans],
         "feedback": feedback,
     }
+
+
+def span_fields(span, outputs_of=None) -> dict:
+    """One span's fields (the module docstring's), read from `Span.to_dict()`: MLflow's serialized
+    span (OTLP-style base64 ids, JSON-encoded attributes), which a span read from a store holds
+    as is; reading its properties instead builds an OpenTelemetry span first, half the import's
+    own time (bench/trace_import.py's profile). A dict of another shape (MLflow's v2 schema) is
+    read through the properties (`span_properties`); both read alike (tests/test_traces.py)."""
+    d = span.to_dict()
+    try:
+        span_id, parent = _span_id(d["span_id"]), d["parent_span_id"]
+        parent_id = _span_id(parent) if parent else None
+        attrs, name, start = d["attributes"], d["name"], int(d["start_time_unix_nano"])
+    except (KeyError, TypeError, ValueError, binascii.Error):
+        return span_properties(span, outputs_of)
+    span_type = _attribute(attrs, "mlflow.spanType")
+    types, names = outputs_of or (None, None)
+    return {
+        "span_id": span_id,
+        "parent_id": parent_id,
+        "name": name,
+        "span_type": span_type,
+        "start_ns": start,
+        "inputs": _attribute(attrs, "mlflow.spanInputs") if parent_id is None or outputs_of is None else None,
+        "outputs": _attribute(attrs, "mlflow.spanOutputs")
+        if types is None or span_type in types or name in names
+        else None,
+    }
+
+
+def span_properties(span, outputs_of=None) -> dict:
+    """`span_fields` through MLflow's `Span` properties."""
+    types, names = outputs_of or (None, None)
+    return {
+        "span_id": span.span_id,
+        "parent_id": span.parent_id,
+        "name": span.name,
+        "span_type": span.span_type,
+        "start_ns": span.start_time_ns,
+        "inputs": span.inputs if span.parent_id is None or outputs_of is None else None,
+        "outputs": span.outputs if types is None or span.span_type in types or span.name in names else None,
+    }
+
+
+def _span_id(b64: str) -> str:
+    """A serialized span id (8 bytes, base64) as MLflow names it (16 hex digits)."""
+    raw = base64.b64decode(b64, validate=True)
+    if len(raw) != 8:
+        raise ValueError(f"span id {b64!r}: {len(raw)} bytes")
+    return raw.hex()
+
+
+def _attribute(attrs: dict, key: str):
+    """A span attribute as `Span.get_attribute` gives it: JSON-decoded, else the text itself."""
+    value = attrs.get(key)
+    if not value:
+        return None
+    try:
+        return json.loads(value)
+    except (TypeError, ValueError):
+        return value
 
 
 def _feedback(a, every: dict) -> dict:
