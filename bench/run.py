@@ -14,6 +14,7 @@ SCRIPTS = [
     "compare_speed.py",
     "service_speed.py",
     "encoder_backends.py",  # issue 14: torch vs ONNX on SciFact
+    "trace_import.py",  # issue 18: a golden set from 10k MLflow traces beside a bare search_traces pass
     "lucene.py",  # issue 21: Anserini (Lucene) index + search beside import-beir + the core run
     "scale.py",  # issue 14: 10k/100k/1M synthetic documents (the longest: 15-20 minutes on 2 cores)
 ]

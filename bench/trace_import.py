@@ -15,10 +15,13 @@ Then, each in a process of its own (peak resident memory from `wait4`):
   feedback in force (`Trace.search_assessments`): what MLflow hands over, the floor (the
   issue's "search_traces plus their assessments"; the spans' JSON inputs and outputs, which
   MLflow decodes when asked, are left to the import: reading the documents is its work);
+- bare, heap settled: the same, with the import's collector setting between pages
+  (`tracking.traces.settle_heap`: the page's young garbage collected, the rest frozen) —
+  the setting alone makes MLflow's own reading faster, so the import is held to this floor;
 - import: `python -m cortex_exp.golden build --from mlflow` (progress bar on a terminal);
 - jsonl: `python -m cortex_exp.golden build --serves serves.jsonl` of the same serves.
 Prints the table and the targets: the import's own work (import - bare) at most 20% of the
-bare pass, peak memory under 1 GiB. Timings on a shared machine move with its load: the load
+faster bare pass, peak memory under 1 GiB. Timings on a shared machine move with its load: the load
 average before and after each is printed.
 """
 
@@ -151,9 +154,12 @@ def ensure_store(store: Path, n: int, relog: bool, chunk: int = 200) -> tuple[st
     return uri, corpus, subset, logged
 
 
-def bare_pass(uri: str) -> None:
-    """What MLflow hands over: every page of traces, each trace's spans and feedback in force."""
+def bare_pass(uri: str, settled: bool) -> None:
+    """What MLflow hands over: every page of traces, each trace's spans and feedback in force
+    (`settled`: with the import's collector setting between pages)."""
     from mlflow.tracking import MlflowClient
+
+    from cortex_exp.tracking.traces import settle_heap
 
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name(EXPERIMENT)
@@ -165,7 +171,9 @@ def bare_pass(uri: str) -> None:
             traces += 1
             spans += len(trace.data.spans)
             feedback += len(trace.search_assessments(type="feedback"))
-        token = page.token
+        token, page = page.token, None
+        if settled:
+            settle_heap()
         if not token:
             break
     print(json.dumps({"traces": traces, "spans": spans, "feedback": feedback}))
@@ -194,9 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--relog", action="store_true", help="log the store again even when it is complete")
     p.add_argument("--log-only", action="store_true", help="make sure the store is logged, measure nothing")
     p.add_argument("--bare", help=argparse.SUPPRESS)  # the bare pass, in a process of its own
+    p.add_argument("--settled", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.bare:
-        bare_pass(args.bare)
+        bare_pass(args.bare, args.settled)
         return 0
     uri, corpus, serves, n = ensure_store(args.store, args.traces, args.relog)
     if args.log_only:
@@ -205,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as work:
         work = Path(work)
         rows["bare search_traces"] = measured([sys.executable, __file__, "--bare", uri], work)
+        rows["bare, heap settled"] = measured([sys.executable, __file__, "--bare", uri, "--settled"], work)
         golden = [sys.executable, "-m", "cortex_exp.golden", "build", "--corpus", str(corpus)]
         rows["import (golden build --from mlflow)"] = measured(
             [*golden, "--from", "mlflow", "--experiment", EXPERIMENT, "--tracking-uri", uri, "--out", str(work / "t")],
@@ -220,14 +230,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'path':<38}{'seconds':>9}{'peak GiB':>10}   load before/after")
     for name, r in rows.items():
         print(f"{name:<38}{r['seconds']:>9.1f}{r['peak_gib']:>10.2f}   {r['load'][0]:.1f}/{r['load'][1]:.1f}")
-    bare, imp = rows["bare search_traces"], rows["import (golden build --from mlflow)"]
+    bare = min(rows["bare search_traces"], rows["bare, heap settled"], key=lambda r: r["seconds"])
+    imp = rows["import (golden build --from mlflow)"]
     own = (imp["seconds"] - bare["seconds"]) / bare["seconds"]
-    print(f"\nimport's own work over the bare pass: {own:+.1%} (target <= +20%): {'met' if own <= 0.20 else 'MISSED'}")
-    print(
-        f"import peak memory: {imp['peak_gib']:.2f} GiB (target < 1 GiB): {'met' if imp['peak_gib'] < 1 else 'MISSED'}"
-    )
+    met = {"own": own <= TARGETS["import's own work over the bare pass"],
+           "peak": imp["peak_gib"] < TARGETS["import peak memory (GiB)"]}  # fmt: skip
+    verdict = "met" if met["own"] else "MISSED"
+    print(f"\nimport's own work over the faster bare pass: {own:+.1%} (target <= +20%): {verdict}")
+    print(f"import peak memory: {imp['peak_gib']:.2f} GiB (target < 1 GiB): {'met' if met['peak'] else 'MISSED'}")
     print(f"the two golden sets' judgments identical: {same}")
-    return 0
+    return 0 if all(met.values()) and same else 1
 
 
 if __name__ == "__main__":
