@@ -125,3 +125,30 @@ def test_a_gate_name_is_registered_once_and_a_stage_must_exist():
             pass
     with pytest.raises(ValueError, match="stage must be one of loaded, probed, measured"):
         checks.Gate("toy", "later", lambda c: [])
+
+
+def test_a_ranking_cache_that_does_not_verify_is_a_warning_finding_and_the_run_still_decides(
+    setup, tmp_path, capsys
+):
+    """The cache check is a gate like the toy one: a tampered ranking file is discarded, the
+    rankings computed again, and the run records a `cache` finding (the file as its evidence,
+    the line among its warnings) that does not keep it from deciding."""
+    from cortex_exp.run import ranking_cache
+
+    run, uri = setup
+    cache = tmp_path / "cache"
+    first = run(f"cache.dir={cache}", "retriever=bm25_v2")
+    (path,) = (cache / "rankings").glob("*.json")
+    doc = json.loads(path.read_text())
+    doc["digest"] = "0" * 64  # as if its rankings had been edited
+    path.write_text(json.dumps(doc))
+    ranking_cache._MEMORY.clear()
+    capsys.readouterr()
+    second = run(f"cache.dir={cache}", "retriever=bm25_v2")
+    err = capsys.readouterr().err
+    assert err.count(f"WARNING: CACHE {path}: its rankings do not match its digest") == 1
+    (found,) = recorded_findings(uri, second.run_id)
+    assert (found["check"], found["action"], found["blocks_decision"]) == ("cache", "warn", False)
+    assert found["evidence"] == {"file": str(path)}
+    assert second.tags["decides"] == "true" and recorded_findings(uri, first.run_id) == []
+    assert second.means == first.means and any("WARNING: CACHE" in w for w in second.warnings)

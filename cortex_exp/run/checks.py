@@ -71,6 +71,7 @@ GATES: list[Gate] = [
     Gate("stale", LOADED, lambda c: gates.stale_findings(c.stale, c.golden)),
     Gate("drift", LOADED, lambda c: gates.drift_findings(c.drift)),
     Gate("probe", PROBED, lambda c: gates.probe_findings(c.probes)),
+    Gate("cache", MEASURED, lambda c: ranking.cache_findings(c.ranked)),
     Gate("scores_tied", MEASURED, lambda c: ranking.tie_findings(c.ranked)),
     Gate("component_failed", MEASURED, lambda c: ranking.failure_findings(c.ranked)),
     Gate("side_failed", MEASURED, lambda c: ranking.side_findings(c.ranked)),

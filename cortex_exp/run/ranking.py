@@ -46,6 +46,7 @@ class Ranked:
     live: list[ProbeResult] = field(default_factory=list)  # the live check, by component and side
     tied: dict[str, int] = field(default_factory=dict)  # systems whose scores all tie: their rankings of 2+
     gone: list[str] = field(default_factory=list)  # sides the probe saw that the run's answers do not name
+    cache: list[tuple[str, str]] = field(default_factory=list)  # (file, `WARNING: CACHE` line): discarded, unwritten
 
     @property
     def watched(self) -> dict[str, list[Ranking]]:
@@ -95,7 +96,7 @@ def rank_components(
         key = cache_key(identity(component), code, corpus.fingerprint, texts, depth)
         about = {"component": name, "target": target_of(component), "code": code}
         ranked.components[name] = measure_anyway(
-            ranked, name, lambda k=key, c=compute, a=about: _cached(settings, k, c, a, len(texts)), len(texts)
+            ranked, name, lambda k=key, c=compute, a=about: _cached(settings, ranked, k, c, a, len(texts)), len(texts)
         )
         ranked.figures.update(approximation(settings, ranked, name, index, texts))
     return ranked
@@ -195,6 +196,22 @@ def tie_findings(ranked: Ranked) -> list[Finding]:
             evidence={"tied": tied},
         )
         for name, tied in ranked.tied.items()
+    ]
+
+
+def cache_findings(ranked: Ranked) -> list[Finding]:
+    """A ranking cache file that did not verify (discarded, the rankings computed again) or could
+    not be written warns: never used, never fatal, the run still decides."""
+    return [
+        Finding(
+            "cache",
+            line,
+            Action.WARN,
+            blocks_decision=False,
+            noted=True,
+            evidence={"file": path},
+        )
+        for path, line in ranked.cache
     ]
 
 
@@ -362,10 +379,13 @@ def _check_shape(name: str, rankings: list[Ranking], n: int, depth: int) -> None
 
 
 def _cached(
-    settings: RunSettings, key: str, compute: Callable[[], list[Ranking]], about: dict, n: int
+    settings: RunSettings, ranked: Ranked, key: str, compute: Callable[[], list[Ranking]], about: dict, n: int
 ) -> list[Ranking]:
     # a failure is not cached: `cached_rankings` stores only what `compute` returned
-    rankings, source = cached_rankings(key, settings.cache.path, compute, n, about)
+    def report(path, line: str) -> None:
+        ranked.cache.append((str(path), line))
+
+    rankings, source = cached_rankings(key, settings.cache.path, compute, n, about, report)
     if source != "computed":
         log(f"reused {about['component']} rankings ({source} cache)")
     return rankings

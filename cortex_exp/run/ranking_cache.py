@@ -55,8 +55,11 @@ def cached_rankings(
     compute: Callable[[], list[Ranking]],
     n_queries: int,
     about: dict | None = None,
+    report: Callable[[Path, str], None] = lambda path, line: log(line),
 ) -> tuple[list[Ranking], str]:
-    """(rankings, where they came from: "memory" | "disk" | "computed")."""
+    """(rankings, where they came from: "memory" | "disk" | "computed"); each `WARNING: CACHE`
+    line goes to `report` with the file it is about (a run makes it a finding:
+    `ranking.cache_findings`)."""
     if key in _MEMORY:
         return _MEMORY[key], "memory"
     path = Path(cache_dir) / "rankings" / f"{key}.json" if cache_dir else None
@@ -65,11 +68,11 @@ def cached_rankings(
         if rankings is not None:
             _MEMORY[key] = rankings
             return rankings, "disk"
-        log(f"WARNING: CACHE {path}: {problem}; discarded, the rankings are computed again")
+        report(path, f"WARNING: CACHE {path}: {problem}; discarded, the rankings are computed again")
     rankings = compute()
     _MEMORY[key] = rankings
     if path is not None:
-        _write(path, key, rankings, about or {})
+        _write(path, key, rankings, about or {}, report)
     return rankings, "computed"
 
 
@@ -109,7 +112,7 @@ def _is_score(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _write(path: Path, key: str, rankings: list[Ranking], about: dict) -> None:
+def _write(path: Path, key: str, rankings: list[Ranking], about: dict, report: Callable[[Path, str], None]) -> None:
     rows = [[list(r.doc_ids), list(r.scores)] for r in rankings]
     payload = _payload(rows)
     doc = {"format": FORMAT, "key": key, "about": about, "digest": content_digest(key, payload), "rankings": rows}
@@ -121,6 +124,6 @@ def _write(path: Path, key: str, rankings: list[Ranking], about: dict) -> None:
             json.dump(doc, fh)
         os.replace(tmp, path)
     except OSError as exc:  # a cache that cannot be written costs time next run, not this run's result
-        log(f"WARNING: CACHE {path}: cannot be written ({exc}); the rankings were not cached")
+        report(path, f"WARNING: CACHE {path}: cannot be written ({exc}); the rankings were not cached")
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
