@@ -127,9 +127,7 @@ def test_a_gate_name_is_registered_once_and_a_stage_must_exist():
         checks.Gate("toy", "later", lambda c: [])
 
 
-def test_a_ranking_cache_that_does_not_verify_is_a_warning_finding_and_the_run_still_decides(
-    setup, tmp_path, capsys
-):
+def test_a_ranking_cache_that_does_not_verify_is_a_warning_finding_and_the_run_still_decides(setup, tmp_path, capsys):
     """The cache check is a gate like the toy one: a tampered ranking file is discarded, the
     rankings computed again, and the run records a `cache` finding (the file as its evidence,
     the line among its warnings) that does not keep it from deciding."""
