@@ -231,3 +231,25 @@ def test_golden_diff_on_two_rebuilds_of_the_demo_data(tmp_path, capsys):
     assert f"queries added ({n_added})" in out and f"queries dropped ({n_dropped})" in out
     assert all(q in out for q in found["queries_added"] + found["queries_dropped"])
     assert max(len(line) for line in out.splitlines()) <= 100
+
+
+def test_a_previous_set_whose_judgments_cannot_be_read_is_not_overwritten(golden, tmp_path, capsys):
+    """A rebuild over a set that does not verify first salvages its manual judgments; when its
+    judgments file cannot be read at all (here: a folder in its place; a permission or an I/O
+    error alike) the rebuild stops, naming it, and writes nothing — rather than destroy
+    verdicts it never read."""
+    main(
+        ["add-judgments", str(golden), str(filled(tmp_path, [{"qid": RETRY, "doc_id": "d-auth", "verdict": "noise"}]))]
+    )
+    (golden / "judgments.jsonl").unlink()
+    (golden / "judgments.jsonl").mkdir()
+    before = snapshot_names(golden)
+    capsys.readouterr()
+    assert main(["rebuild", str(golden)]) == 2
+    err = capsys.readouterr().err
+    assert f"{golden / 'judgments.jsonl'}: cannot be read" in err and "nothing was written" in err
+    assert snapshot_names(golden) == before
+
+
+def snapshot_names(folder):
+    return {p.name: (p.is_dir(), p.read_bytes() if p.is_file() else None) for p in sorted(folder.iterdir())}

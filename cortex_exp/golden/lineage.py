@@ -126,8 +126,13 @@ def _manual_lines(folder: Path) -> tuple[list[dict], int]:
     path, rows, unreadable = Path(folder) / JUDGMENTS, [], 0
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    except FileNotFoundError:
         return [], 0
+    except OSError as exc:  # it may hold a person's verdicts: the rebuild would destroy them unread
+        raise InputError(
+            f"{path}: cannot be read ({exc.strerror or exc}) to keep the manual judgments it may hold; "
+            "nothing was written (make it readable, or move the folder aside)"
+        ) from None
     for line in text.splitlines():
         try:
             obj = json.loads(line)
