@@ -99,7 +99,7 @@ def test_a_request_the_service_refuses_is_not_retried(serve):
 
 def test_a_service_that_does_not_answer_in_time_is_down(serve):
     def hang(*args):
-        time.sleep(1.0)
+        time.sleep(2.5)
         return good(*args)
 
     server = serve(hang)
@@ -108,7 +108,7 @@ def test_a_service_that_does_not_answer_in_time_is_down(serve):
         ComponentError, match=r"no whole answer within 0.2 s \(the deadline of one request\) \(after 2 attempts\)"
     ):
         index(server.url, timeout_s=0.2, retries=1).answer(["d1"], 2)
-    assert time.monotonic() - started < 0.9
+    assert time.monotonic() - started < 1.5  # two deadlines of 0.2 s, not the 2.5 s answer
 
 
 def test_no_server_is_down_never_empty():
