@@ -44,6 +44,8 @@ class Family:
     - `quality`: a quality metric (compare pairs it, the condensed view rescores it, the
       multirun summary shows it); `judged_at_K` is not: it is what the golden set sees.
     - `plotted`: drawn in a sweep's picture (`multirun/plot.py`).
+    - `effect`: the effect compare sizes its `queries_needed` for when `--effect` names none,
+      as (size, scale) of `compare/effect.py` (`relative`: a share of the baseline mean).
     """
 
     name: str
@@ -54,6 +56,7 @@ class Family:
     quality: bool = True
     plotted: bool = False
     relevant: str = "positive"
+    effect: tuple[float, str] = (0.05, "relative")
 
     def names(self, ks: Sequence[int]) -> list[str]:
         if self.cutoff is None:
@@ -105,6 +108,15 @@ RUN_FIGURES = (
     RunFigure("throughput_qps", True, "queries/s"),
 )
 _RUN_FIGURE = {f.name: f for f in RUN_FIGURES}
+
+
+DEFAULT_EFFECT = PRIMARY.effect  # of a metric no family names
+
+
+def default_effect(name: str) -> tuple[float, str]:
+    """(size, scale) of the effect compare sizes `queries_needed` for on metric `name` by default."""
+    family = family_of(name)
+    return family.effect if family else DEFAULT_EFFECT
 
 
 def run_figure(name: str) -> RunFigure | None:

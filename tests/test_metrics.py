@@ -151,3 +151,21 @@ def test_cutoffs_read_a_family_from_the_registry():
 
     row = ["qid", "judged_at_10", "judged_at_5", "condensed_recall_at_3", "recall_at_24", "mrr", "judged_at_x"]
     assert (cutoffs(row, "judged"), cutoffs(row, "recall"), cutoffs(row, "mrr")) == ([10, 5], [24], [])
+
+
+def test_the_effect_compare_sizes_for_by_default_is_the_registrys(monkeypatch):
+    """`queries_needed` is sized for the family's own effect when `--effect` names none: the
+    registry is the one place it is said; a bare `--effect` and `METRIC=` ones still win."""
+    import dataclasses
+
+    from cortex_exp import metrics
+    from cortex_exp.compare.effect import Effect, Effects
+
+    assert {f.effect for f in metrics.FAMILIES} == {(0.05, "relative")}
+    assert Effects().of("recall_at_24") == Effect(0.05, "relative") == Effects().of("a_metric_of_no_family")
+    noise = next(f for f in metrics.FAMILIES if f.name == "noise")
+    sd_noise = dataclasses.replace(noise, effect=(0.2, "sd"))
+    monkeypatch.setattr(metrics, "family_of", lambda name: sd_noise if name.startswith("noise_at_") else None)
+    assert Effects().of("noise_at_5") == Effect(0.2, "sd") and Effects().of("mrr") == Effect(0.05, "relative")
+    assert Effects.parse(["0.02"]).of("noise_at_5") == Effect(0.02, "absolute")
+    assert Effects.parse(["noise_at_5=3%"]).of("noise_at_5") == Effect(0.03, "relative")

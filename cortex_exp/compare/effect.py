@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from cortex_exp import metrics
 from cortex_exp.errors import InputError
 from cortex_exp.settings import finite_float
 
@@ -67,7 +68,12 @@ class ResolvedEffect:
         return {"scale": self.scale, "size": self.size, "reference": self.reference, "value": self.value}
 
 
-DEFAULT = Effect(0.05, "relative")
+DEFAULT = Effect(*metrics.DEFAULT_EFFECT)
+
+
+def default_of(metric: str) -> Effect:
+    """The effect of `metric` when `--effect` gives none: its family's (`metrics.FAMILIES`)."""
+    return Effect(*metrics.default_effect(metric))
 
 
 def parse_effect(text: str) -> tuple[str | None, Effect]:
@@ -87,18 +93,19 @@ def parse_effect(text: str) -> tuple[str | None, Effect]:
 
 @dataclass(frozen=True)
 class Effects:
-    """The effect of every metric: one for all, and any given for a metric by name."""
+    """The effect of every metric: any given for a metric by name, else one given for all, else
+    the metric family's own (`default_of`)."""
 
-    default: Effect = DEFAULT
+    default: Effect | None = None
     per_metric: tuple[tuple[str, Effect], ...] = ()
 
     def of(self, metric: str) -> Effect:
-        return dict(self.per_metric).get(metric, self.default)
+        return dict(self.per_metric).get(metric) or self.default or default_of(metric)
 
     @classmethod
     def parse(cls, values: Sequence[str] | None) -> Effects:
         """Repeated `--effect`: a bare SIZE sets the default (the last one wins), METRIC=SIZE one metric."""
-        default, per_metric = DEFAULT, {}
+        default, per_metric = None, {}
         for text in values or []:
             metric, effect = parse_effect(text)
             if metric is None:
