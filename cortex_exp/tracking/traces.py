@@ -164,32 +164,45 @@ def span_fields(span, outputs_of=None) -> dict:
         attrs, name, start = d["attributes"], d["name"], int(d["start_time_unix_nano"])
     except (KeyError, TypeError, ValueError, binascii.Error):
         return span_properties(span, outputs_of)
-    span_type = _attribute(attrs, "mlflow.spanType")
+    return _selected(
+        outputs_of,
+        span_id=span_id,
+        parent_id=parent_id,
+        name=name,
+        span_type=_attribute(attrs, "mlflow.spanType"),
+        start_ns=start,
+        inputs=lambda: _attribute(attrs, "mlflow.spanInputs"),
+        outputs=lambda: _attribute(attrs, "mlflow.spanOutputs"),
+    )
+
+
+def span_properties(span, outputs_of=None) -> dict:
+    """`span_fields` through MLflow's `Span` properties."""
+    return _selected(
+        outputs_of,
+        span_id=span.span_id,
+        parent_id=span.parent_id,
+        name=span.name,
+        span_type=span.span_type,
+        start_ns=span.start_time_ns,
+        inputs=lambda: span.inputs,
+        outputs=lambda: span.outputs,
+    )
+
+
+def _selected(outputs_of, *, span_id, parent_id, name, span_type, start_ns, inputs, outputs) -> dict:
+    """The one rule for which spans' inputs and outputs are read (both readers above call it):
+    inputs of the root spans only, outputs of the spans `outputs_of` = (types, names) names; all
+    of both when `outputs_of` is None. `inputs`/`outputs` are called only for a span selected."""
     types, names = outputs_of or (None, None)
     return {
         "span_id": span_id,
         "parent_id": parent_id,
         "name": name,
         "span_type": span_type,
-        "start_ns": start,
-        "inputs": _attribute(attrs, "mlflow.spanInputs") if parent_id is None or outputs_of is None else None,
-        "outputs": _attribute(attrs, "mlflow.spanOutputs")
-        if types is None or span_type in types or name in names
-        else None,
-    }
-
-
-def span_properties(span, outputs_of=None) -> dict:
-    """`span_fields` through MLflow's `Span` properties."""
-    types, names = outputs_of or (None, None)
-    return {
-        "span_id": span.span_id,
-        "parent_id": span.parent_id,
-        "name": span.name,
-        "span_type": span.span_type,
-        "start_ns": span.start_time_ns,
-        "inputs": span.inputs if span.parent_id is None or outputs_of is None else None,
-        "outputs": span.outputs if types is None or span.span_type in types or span.name in names else None,
+        "start_ns": start_ns,
+        "inputs": inputs() if parent_id is None or outputs_of is None else None,
+        "outputs": outputs() if types is None or span_type in types or name in names else None,
     }
 
 
