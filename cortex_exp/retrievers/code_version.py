@@ -18,6 +18,7 @@ process: nothing it computed is reused by another run.
 from __future__ import annotations
 
 import ast
+import csv
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -26,7 +27,7 @@ import re
 import sys
 import uuid
 from functools import cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import cortex_exp
@@ -51,7 +52,7 @@ def clear() -> None:
     """Forget what was computed in this process (a test that edits a module calls it)."""
     _version_of.cache_clear()
     _record_of.cache_clear()
-    _distributions.cache_clear()
+    _providers.cache_clear()
     _top_location.cache_clear()
 
 
@@ -92,7 +93,7 @@ def _record_of(module: str) -> dict:
             top = imported.split(".")[0]
             if top in sys.stdlib_module_names or top == "__future__":
                 continue
-            if top in roots or not _distributions().get(top):
+            if top in roots or not _providers().get(top):
                 if _locate(imported) is not None:
                     todo.append(imported)
             else:
@@ -175,15 +176,50 @@ def _main_location() -> tuple[Path | None, bool]:
 
 
 @cache
+def _providers() -> dict[str, list]:
+    """{top-level module: the installed distributions providing it}, found as
+    `importlib.metadata.packages_distributions()` finds them (its `top_level.txt`, else the top of
+    each `.py` file its RECORD lists), with the paths of a RECORD split as text instead of
+    made into path objects one by one: 0.4-1.4 s of every run's start, tenfold less."""
+    out: dict[str, list] = {}
+    for dist in importlib.metadata.distributions():
+        for top in (dist.read_text("top_level.txt") or "").split() or _tops_of_files(dist):
+            out.setdefault(top, []).append(dist)
+    return out
+
+
+_PLAIN_PY = re.compile(r"[^/.][^/]*(?:/[^/.][^/]*)*\.py")  # a relative path, no "." or ".." part, no "//"
+
+
+def _tops_of_files(dist) -> set[str]:
+    """`importlib.metadata`'s inferred tops of a distribution without `top_level.txt`."""
+    text = dist.read_text("RECORD")
+    if not text:  # an egg-info's SOURCES.txt, or nothing listed: importlib.metadata's own way
+        return {_top(path) for path in dist.files or () if path.suffix == ".py"}
+    tops = set()
+    for row in csv.reader(text.splitlines()):
+        name = row[0] if row else ""
+        if _PLAIN_PY.fullmatch(name):
+            tops.add(name.split("/", 1)[0] if "/" in name else name[:-3])
+        elif name.endswith(".py") and (path := PurePosixPath(name)).suffix == ".py":
+            tops.add(_top(path))
+    return tops
+
+
+def _top(path: PurePosixPath) -> str:
+    return path.parts[0] if len(path.parts) > 1 else path.with_suffix("").name
+
+
 def _distributions() -> dict[str, list[str]]:
-    return importlib.metadata.packages_distributions()
+    """`importlib.metadata.packages_distributions()`, the same mapping (tests/test_code_version.py)."""
+    return {top: [dist.metadata["Name"] for dist in dists] for top, dists in _providers().items()}
 
 
 def _library_versions(tops: set[str]) -> dict[str, str]:
     """Each distribution providing one of `tops`, and the installed ones each requires directly."""
     out: dict[str, str] = {}
     for top in sorted(tops):
-        for dist in _distributions().get(top, []):
+        for dist in (d.metadata["Name"] for d in _providers().get(top, [])):
             out[dist] = _version(dist) or "?"
             for requirement in importlib.metadata.requires(dist) or []:
                 match = _REQUIREMENT.match(requirement)
