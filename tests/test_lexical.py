@@ -129,3 +129,18 @@ def test_title_counts_more_than_body():
     ]
     (r,) = Bm25V2(title_weight=2).index(corpus_of(rows)).search(["cache"], 2)
     assert r.doc_ids == ("a", "b")
+
+
+def test_a_pieces_terms_are_identifier_aware_of_it_shortcut_or_not():
+    """`piece_terms` takes a shortcut for a plain lower-case word; every kind of piece gives
+    what `identifier_aware` gives."""
+    import random
+
+    from cortex_exp.retrievers.tokenize import STOPWORDS, piece_terms
+
+    rng = random.Random(5)
+    alphabet = "abcdefghijklmnopqrstuvwxyz" * 4 + "ABCXYZ0123456789_.-/:éßİ"
+    pieces = ["a", "i", "7", "42", "the", "and", "running", "x1", "1x", "ſ", "ǅungla", "ﬁle", "abc123", "İstanbul"]
+    pieces += sorted(STOPWORDS)[:50] + ["".join(rng.choices(alphabet, k=rng.randint(1, 12))) for _ in range(20000)]
+    for piece in pieces:
+        assert piece_terms(piece) == identifier_aware(piece), piece

@@ -61,6 +61,16 @@ def identifier_aware(text: str) -> list[str]:
     return [term for token in words(text) for term in word_terms(token)]
 
 
+def piece_terms(piece: str) -> list[str]:
+    """`identifier_aware(piece)` of one white-space piece; a plain word (ASCII letters and digits,
+    lower case: one `_IDENT` token of one part) goes straight to its stem — most pieces of a
+    corpus, and 3/4 of bm25_v2's tokenizing time at 10k documents (tests/test_lexical.py checks
+    the shortcut against the whole path)."""
+    if piece.isascii() and piece.isalnum() and piece.islower():
+        return [] if piece in STOPWORDS or (len(piece) == 1 and not piece.isdigit()) else [_stemmer.stemWord(piece)]
+    return identifier_aware(piece)
+
+
 class PieceTerms(dict):
     """White-space piece -> a code; each distinct piece's terms worked out once
     (`identifier_aware`) and kept as vocabulary ids in a table, code -> ids. A word or identifier
@@ -76,7 +86,7 @@ class PieceTerms(dict):
 
     def __missing__(self, piece: str) -> int:
         vocab, code = self.vocab, len(self)
-        ids = [vocab.setdefault(term, len(vocab)) for term in identifier_aware(piece)]
+        ids = [vocab.setdefault(term, len(vocab)) for term in piece_terms(piece)]
         self._counts.append(len(ids))
         self._ids.extend(ids)
         self[piece] = code
