@@ -3,6 +3,7 @@ the open file: it answers every question as the same documents held in memory do
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
@@ -98,7 +99,9 @@ TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]) | st.samp
 @given(TEXT, TEXT, TEXT, st.one_of(st.none(), TEXT), TEXT, st.booleans())
 def test_canonical_json_is_json_dumps(doc_id, title, text, project, kind, always):
     doc = Document(doc_id, title, text, project, kind, always)
-    assert canonical_json(doc) == json.dumps(doc.as_json(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    canonical = json.dumps(doc.as_json(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    assert canonical_json(doc) == canonical
+    assert document_hash(doc) == hashlib.sha256(canonical.encode("utf-8")).hexdigest()  # orjson's bytes
 
 
 @pytest.mark.parametrize(

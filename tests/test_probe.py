@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 
+import numpy as np
 import pytest
 
 from cortex_exp.data.corpus import Corpus, Document
@@ -19,6 +20,7 @@ from cortex_exp.run.probe import (
     health_record,
     probe_all,
     probe_component,
+    probe_plan,
     probe_queries,
     probe_text,
 )
@@ -138,6 +140,39 @@ def test_probe_queries_are_spread_deterministic_and_specific():
     assert "empty" not in everything and len(everything) == len(docs) - 1
     assert everything[:12] == [f"d{i}" for i in range(10)] + ["untitled", "always"]  # best tiers first
     assert ProbeQuery("untitled", "first words of an untitled document are its") in probe_queries(corpus, 100)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_corpus_file_keeps_the_probe_keys_of_its_scan_and_chooses_as_a_held_corpus(workers, tmp_path, monkeypatch):
+    """The probe reads each document's `probe_key` kept from the scan (one pass, or spans on two
+    workers), never the file again; the choice is the one of the same documents held in memory."""
+    from cortex_exp import parallel
+    from cortex_exp.data import corpus_file
+    from cortex_exp.data.corpus import load_corpus, write_corpus
+
+    monkeypatch.setattr(parallel, "_cap", workers)
+    monkeypatch.setattr(corpus_file, "SPAN", 200)  # many spans
+    docs = [Document("always", "Always served rule", "x", None, "rule", always_served=True)]
+    docs += [Document("dup1", "Same title", "x", None, "rule"), Document("dup2", "same TITLE", "y", None, "rule")]
+    titles = [f"Specific title {i}" if i % 3 else "" for i in range(40)]
+    docs += [Document(f"d{i}", title, f"text {i} of words", None, "r") for i, title in enumerate(titles)]
+    write_corpus(tmp_path / "corpus.jsonl", docs)
+    loaded, held = load_corpus(tmp_path / "corpus.jsonl"), Corpus(docs)
+    assert loaded._probe is not None  # from the scan
+    for a, b in zip(loaded.probe_keys(), held.probe_keys()):
+        assert np.array_equal(a, b)
+    monkeypatch.setattr(type(loaded.docs), "__iter__", lambda self: pytest.fail("the file was read again"))
+    assert probe_queries(loaded, n=100) == probe_queries(held, n=100)
+    assert probe_plan(loaded, seed=3) == probe_plan(held, seed=3)
+
+
+def test_keys_alike_in_their_first_8_bytes_are_told_apart_by_all_16():
+    from cortex_exp.run.probe import _shared
+
+    keys = np.zeros((5, 16), dtype=np.uint8)
+    keys[:, 15] = [1, 2, 2, 3, 4]  # the same first 8 bytes: only rows 1 and 2 are one key
+    keys[4, 0] = 9
+    assert _shared(keys).tolist() == [False, True, True, False, False]
 
 
 def test_a_corpus_with_nothing_to_probe_is_bad_input():

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from cortex_exp.data.corpus_file import FileDocuments, read_documents
-from cortex_exp.data.document import FIELDS, Document, canonical_json, document_digest, document_hash
+from cortex_exp.data.document import FIELDS, Document, canonical_json, document_digest, document_hash, probe_key
 from cortex_exp.errors import InputError
 
 __all__ = [
@@ -95,7 +95,7 @@ class Corpus:
     """Documents in file order, indexed by id, with their hashes and fingerprint.
 
     `ids` (file order), `docs` (a sequence of `Document`), `by_id`, `hashes` (id -> hex),
-    `fingerprint`, `always_served` (the ids flagged), `path`."""
+    `fingerprint`, `always_served` (the ids flagged), `path`, `probe_keys()`."""
 
     def __init__(self, docs: Sequence[Document], path: Path | None = None):
         docs = list(docs)
@@ -103,15 +103,25 @@ class Corpus:
         self._hold(docs, [d.id for d in docs], digests, frozenset(d.id for d in docs if d.always_served), path)
 
     @classmethod
-    def stored(cls, docs: FileDocuments, ids: list[str], digests: np.ndarray, always_served: Iterable[str], path: Path):
-        """A corpus whose documents stay in their file (`load_corpus`)."""
+    def stored(
+        cls,
+        docs: FileDocuments,
+        ids: list[str],
+        digests: np.ndarray,
+        always_served: Iterable[str],
+        path: Path,
+        probe: tuple[np.ndarray, np.ndarray] | None = None,
+    ):
+        """A corpus whose documents stay in their file (`load_corpus`); `probe`: each document's
+        `probe_key`, when the pass that read the file computed them."""
         corpus = cls.__new__(cls)
-        corpus._hold(docs, ids, digests, frozenset(always_served), path)
+        corpus._hold(docs, ids, digests, frozenset(always_served), path, probe)
         return corpus
 
-    def _hold(self, docs, ids: list[str], digests: np.ndarray, always_served: frozenset, path) -> None:
+    def _hold(self, docs, ids: list[str], digests: np.ndarray, always_served: frozenset, path, probe=None) -> None:
         if not ids:
             raise InputError(f"{path or 'corpus'}: the corpus is empty; nothing to search")
+        self._probe = probe
         self.docs = docs
         self.ids = ids
         self.path = path
@@ -146,6 +156,21 @@ class Corpus:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def probe_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each document's `probe_key` in corpus order: (n x 16 digests, n flags) — kept from the
+        scan of a corpus file, else computed here once."""
+        if self._probe is None:
+            keys, flags = bytearray(), bytearray()
+            for doc in self.docs:
+                key, flag = probe_key(doc)
+                keys += key
+                flags.append(flag)
+            self._probe = (
+                np.frombuffer(bytes(keys), dtype=np.uint8).reshape(len(self.ids), 16),
+                np.frombuffer(bytes(flags), dtype=np.uint8),
+            )
+        return self._probe
+
     def __contains__(self, doc_id: str) -> bool:
         return doc_id in self._rows
 
@@ -174,8 +199,8 @@ def load_corpus(path: Path) -> Corpus:
     """Load and validate `corpus.jsonl` in one streaming pass; raise `InputError` listing every
     problem. The documents stay in the file: the corpus holds their ids, hashes and places."""
     path = Path(path)
-    docs, ids, digests, always = read_documents(path)
-    return Corpus.stored(docs, ids, digests, always, path)
+    scanned = read_documents(path)
+    return Corpus.stored(scanned.docs, scanned.ids, scanned.digests, scanned.always, path, scanned.probe)
 
 
 def write_corpus(path: Path, docs) -> None:

@@ -19,11 +19,11 @@ import weakref
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import numpy as np
 
-from cortex_exp.data.document import FIELDS, Document, document_digest
+from cortex_exp.data.document import FIELDS, Document, document_digest, probe_key
 from cortex_exp.data.files import open_input, parse_json
 from cortex_exp.data.jsonl import BLOCK, Problems, check_field, iter_lines, parse_line
 from cortex_exp.errors import InputError
@@ -89,14 +89,26 @@ class _Signature:
             )
 
 
-def read_documents(path: Path) -> tuple[FileDocuments, list[str], np.ndarray, list[str]]:
-    """(documents, ids in file order, raw sha256 per document (n x 32), ids flagged always_served)
-    of a valid corpus file; `InputError` listing every problem otherwise."""
+class Scanned(NamedTuple):
+    """What the one pass over a valid corpus file keeps of it."""
+
+    docs: FileDocuments
+    ids: list[str]  # in file order
+    digests: np.ndarray  # raw sha256 of each document, n x 32
+    always: list[str]  # the ids flagged always_served
+    probe: tuple[np.ndarray, np.ndarray]  # each document's `probe_key`: (n x 16 digests, n flags)
+
+
+def read_documents(path: Path) -> Scanned:
+    """The documents of a valid corpus file, scanned once; `InputError` listing every problem
+    otherwise."""
     problems = Problems(path)
     fh = open_input(path, "a .jsonl file")
     try:
         signature = _Signature(fh, path)
-        ids, digests, offsets, lengths, always = _scan_in_parallel(fh) or _scan(fh, path, problems)
+        ids, digests, offsets, lengths, always, probe_keys, probe_flags = _scan_in_parallel(fh) or _scan(
+            fh, path, problems
+        )
         signature.check()
     except BaseException:
         fh.close()
@@ -107,7 +119,11 @@ def read_documents(path: Path) -> tuple[FileDocuments, list[str], np.ndarray, li
         raise InputError(f"{path}: the corpus is empty; nothing to search")
     keys = np.frombuffer(bytes(digests), dtype=np.uint8).reshape(len(ids), 32)
     docs = FileDocuments(fh, signature, np.frombuffer(offsets, dtype=np.int64), np.frombuffer(lengths, dtype=np.int64))
-    return docs, ids, keys, always
+    probe = (
+        np.frombuffer(bytes(probe_keys), dtype=np.uint8).reshape(len(ids), 16),
+        np.frombuffer(bytes(probe_flags), dtype=np.uint8),
+    )
+    return Scanned(docs, ids, keys, always, probe)
 
 
 def _scan(fh: BinaryIO, path: Path, problems: Problems):
@@ -118,10 +134,11 @@ def _scan(fh: BinaryIO, path: Path, problems: Problems):
 
 
 def _scan_lines(lines: Iterable[tuple[int, int, bytes]], problems: Problems):
-    """(ids, raw digests, offsets, lengths, ids always served) of the valid lines of (line
-    number, offset, line); every problem recorded."""
+    """(ids, raw digests, offsets, lengths, ids always served, probe digests, probe flags) of the
+    valid lines of (line number, offset, line); every problem recorded."""
     ids: list[str] = []
     digests, offsets, lengths = bytearray(), array("q"), array("q")
+    probe_keys, probe_flags = bytearray(), bytearray()
     first: dict[str, int] = {}
     always: list[str] = []
     for line, offset, raw in lines:
@@ -147,7 +164,10 @@ def _scan_lines(lines: Iterable[tuple[int, int, bytes]], problems: Problems):
         lengths.append(len(raw))
         if doc.always_served:
             always.append(doc_id)
-    return ids, digests, offsets, lengths, always
+        key, flags = probe_key(doc)
+        probe_keys += key
+        probe_flags.append(flags)
+    return ids, digests, offsets, lengths, always, probe_keys, probe_flags
 
 
 SPAN = 1 << 25  # bytes of the file a worker reads, checks and hashes at a time
@@ -164,19 +184,18 @@ def _scan_in_parallel(fh: BinaryIO):
     spans = line_spans(fh.fileno(), size, SPAN)
     if len(spans) == 1:
         return None
-    ids: list[str] = []
-    digests, offsets, lengths, always = bytearray(), array("q"), array("q"), []
+    merged = None
     for part in ordered_map(_scan_span, spans, fd_state, (fh.fileno(),)):
         if part is None:
             return None
-        ids += part[0]
-        digests += part[1]
-        offsets += part[2]
-        lengths += part[3]
-        always += part[4]
-    if len(set(ids)) != len(ids):
+        if merged is None:
+            merged = part
+        else:
+            for whole, more in zip(merged, part):
+                whole += more
+    if len(set(merged[0])) != len(merged[0]):
         return None
-    return ids, digests, offsets, lengths, always
+    return merged
 
 
 def _scan_span(fd: int, span: tuple[int, int]):

@@ -30,33 +30,33 @@ Rule (docs/interface.md §5): a component passes when every probe document comes
 its own query. Probe documents are chosen with specific, unique titles, so a healthy BM25 or
 dense side finds them all; one that raises, times out, returns nothing or returns the wrong
 documents fails.
+
+Each document's probe text is digested as the corpus file is scanned (`data.document.probe_key`:
+its text, `TEXT_WORDS`, and its flags), so that choosing the probe never reads the file again:
+at a million documents, two extra passes over the file (~20 s) before.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-import re
 import secrets
 import threading
 import time
-from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from cortex_exp.data.corpus import Corpus, Document
+from cortex_exp.data.corpus import Corpus
+from cortex_exp.data.document import ALWAYS, HAS_TEXT, WORDS, probe_text
 from cortex_exp.errors import InputError
 from cortex_exp.retrievers.base import Index, KeyedIndex, SystemIndex
 
-TEXT_WORDS = 8
 LIVE_QUERIES = 3  # known-answer queries mixed into a whole system's run (the live check)
 # a sampled probe or live check may miss one document: a healthy side that misses a rare title
 # (the demo data's hashed-bag dense side: 17 of 1199) would otherwise be DOWN by the draw's luck
 SAMPLED_SPARE = 1
 MIN_FOUND_SHARE = 1.0  # docs/interface.md §5: each probe document must come back in the top 10
-_TWO_WORDS = re.compile(r"\w\W+\w")  # at least two words (runs of \w)
 
 
 @dataclass(frozen=True)
@@ -80,13 +80,6 @@ class ProbeQuery:
     text: str
 
 
-def probe_text(doc: Document) -> str:
-    """The title, else the first words of the text, else "" (the document is skipped)."""
-    if doc.title.strip():
-        return doc.title.strip()
-    return " ".join(doc.text.split()[:TEXT_WORDS])
-
-
 def _spread(pool: Sequence, r: int, rng: np.random.Generator | None = None) -> list:
     """r items of `pool`: sampled by `rng` (in a random order), else evenly spread over it (the
     middle of each of r equal slices)."""
@@ -97,29 +90,32 @@ def _spread(pool: Sequence, r: int, rng: np.random.Generator | None = None) -> l
     return [pool[(2 * i + 1) * len(pool) // (2 * r)] for i in range(r)]
 
 
-def _text_key(text: str) -> bytes:
-    """What tells two probe texts apart: a 128-bit digest of the case-folded text (a million
-    titles are counted in 16 MB, not in a Counter of strings)."""
-    return hashlib.blake2b(text.casefold().encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
 def _tiers(corpus: Corpus) -> tuple[np.ndarray, np.ndarray]:
     """(position in the corpus, tier) of every document with a probe text, in corpus order.
-    Tier: 0 a specific text (two words or more, no other document's), 2 not; +1 always served."""
-    rows, keys, flags = array("q"), bytearray(), bytearray()
-    for row, doc in enumerate(corpus.docs):
-        text = probe_text(doc)
-        if text:
-            rows.append(row)
-            keys += _text_key(text)
-            flags.append((2 if _TWO_WORDS.search(text) else 0) + (1 if doc.always_served else 0))
-    if not rows:
+    Tier: 0 a specific text (two words or more, no other document's), 2 not; +1 always served.
+    Read from the corpus's `probe_keys` (kept from its scan), never from the documents."""
+    keys, flags = corpus.probe_keys()
+    rows = np.flatnonzero(flags & HAS_TEXT)
+    if not len(rows):
         where = corpus.path or "the corpus"
         raise InputError(f"{where}: no document has a title or text, so no probe query can be built")
-    _, which, uses = np.unique(np.frombuffer(bytes(keys), dtype="V16"), return_inverse=True, return_counts=True)
-    flags_arr = np.frombuffer(bytes(flags), dtype=np.uint8)
-    specific = (flags_arr & 2 > 0) & (uses[which] == 1)
-    return np.frombuffer(rows, dtype=np.int64), np.where(specific, 0, 2) + (flags_arr & 1)
+    keys, flags = keys[rows], flags[rows]
+    specific = (flags & WORDS > 0) & ~_shared(keys)
+    return rows.astype(np.int64), np.where(specific, 0, 2) + (flags & ALWAYS)
+
+
+def _shared(keys: np.ndarray) -> np.ndarray:
+    """Where a key (a row of n x 16 bytes) is also another row's: the first 8 bytes told apart
+    with an integer sort, the whole 16 compared only among the rows whose first 8 are alike."""
+    head = np.ascontiguousarray(keys[:, :8]).view(np.uint64).ravel()
+    _, which, uses = np.unique(head, return_inverse=True, return_counts=True)
+    out = np.zeros(len(keys), dtype=bool)
+    maybe = np.flatnonzero(uses[which] > 1)
+    if len(maybe):
+        whole = np.ascontiguousarray(keys[maybe]).view("V16").ravel()
+        _, which, uses = np.unique(whole, return_inverse=True, return_counts=True)
+        out[maybe] = uses[which] > 1
+    return out
 
 
 def probe_queries(corpus: Corpus, n: int = 5, seed: int | None = None) -> list[ProbeQuery]:
