@@ -19,12 +19,16 @@ waited in (so the pairs and the matrix are never both in memory).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
+
+from cortex_exp.parallel import worker_count
 
 
 @dataclass
@@ -110,13 +114,15 @@ class Bm25Matrix:
         return idf[where].astype(np.float32)
 
     def scores(self, n_vocab: int) -> dict:
-        """bm25s's `scores` dict (`data`, `indices`, `indptr`, `num_docs`); the chunks are freed."""
+        """bm25s's `scores` dict (`data`, `indices`, `indptr`, `num_docs`); the chunks are freed.
+        Each chunk's columns begin where the earlier chunks' end (`heads`, known from their terms
+        alone), so the chunks are scored and placed on several threads at once (`_score_chunk`:
+        numpy's sort and scatter, the GIL released), each writing places no other writes."""
         self._spill.flush()
         lengths = np.concatenate([c.lengths for c in self.chunks])
         n_docs, avg_doc_len = len(lengths), lengths.mean()
         del lengths
         idf = self._idf(n_vocab, n_docs)
-        tfc_of = _select_tfc_scorer(self.method)
         df = np.zeros(n_vocab, dtype=np.int64)
         df[: len(self.df)] = self.df[:n_vocab]
         indptr = np.zeros(n_vocab + 1, dtype=np.int64)
@@ -124,29 +130,53 @@ class Bm25Matrix:
         data = np.empty(int(indptr[-1]), dtype=np.float32)
         indices = np.empty(int(indptr[-1]), dtype=np.int32)
         heads, first_doc = indptr[:-1].copy(), 0
-        while self.chunks:
-            chunk = self.chunks.pop(0)
-            terms, tf = self._read(chunk)
-            l_d = np.repeat(chunk.lengths, chunk.per_doc)
-            tfc = tfc_of(
-                tf_array=tf.astype(np.float32), l_d=l_d, l_avg=avg_doc_len, k1=self.k1, b=self.b, delta=self.delta
-            )
-            values = (idf[terms] * tfc).astype(np.float32)
-            docs = np.repeat(np.arange(first_doc, first_doc + len(chunk.lengths), dtype=np.int32), chunk.per_doc)
-            _place(terms, values, docs, heads, data, indices, n_vocab)
-            first_doc += len(chunk.lengths)
+        threads = min(worker_count(), len(self.chunks))
+        with ThreadPoolExecutor(max(threads, 1), thread_name_prefix="cortex-matrix") as pool:
+            pending: list = []
+            while self.chunks:
+                chunk = self.chunks.pop(0)
+                terms, tf = self._read(chunk)
+                counts = np.bincount(terms, minlength=n_vocab)
+                job = (chunk, terms, tf, heads.copy(), counts, first_doc)
+                pending.append(pool.submit(self._score_chunk, job, idf, avg_doc_len, data, indices))
+                heads += counts
+                first_doc += len(chunk.lengths)
+                while len(pending) > 2 * threads:  # a few chunks in flight: memory stays flat
+                    pending.pop(0).result()
+            for done in pending:
+                done.result()
         self._spill.close()
+        _give_back_freed_heap()
         return {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}
 
+    def _score_chunk(self, job, idf: np.ndarray, avg_doc_len: float, data: np.ndarray, indices: np.ndarray) -> None:
+        """One chunk's scores (bm25s's functions), placed in its columns after `heads`."""
+        chunk, terms, tf, heads, counts, first_doc = job
+        l_d = np.repeat(chunk.lengths, chunk.per_doc)
+        tfc = _select_tfc_scorer(self.method)(
+            tf_array=tf.astype(np.float32), l_d=l_d, l_avg=avg_doc_len, k1=self.k1, b=self.b, delta=self.delta
+        )
+        values = (idf[terms] * tfc).astype(np.float32)
+        docs = np.repeat(np.arange(first_doc, first_doc + len(chunk.lengths), dtype=np.int32), chunk.per_doc)
+        _place(terms, values, docs, heads, counts, data, indices)
 
-def _place(terms, values, docs, heads, data, indices, n_vocab: int) -> None:
-    """Write one chunk's pairs into their columns, after what earlier chunks wrote there; a
-    stable sort by term keeps the documents of a column in order."""
+
+def _place(terms, values, docs, heads, counts, data, indices) -> None:
+    """Write one chunk's pairs into their columns, from `heads` on (`counts`: the chunk's pairs
+    of each term); a stable sort by term keeps the documents of a column in order."""
     order = np.argsort(terms, kind="stable")
     by_term = terms[order]
-    counts = np.bincount(terms, minlength=n_vocab)
     run_start = np.cumsum(counts) - counts
     pos = heads[by_term] + (np.arange(len(order)) - run_start[by_term])
     data[pos] = values[order]
     indices[pos] = docs[order]
-    heads += counts
+
+
+def _give_back_freed_heap() -> None:
+    """The heap the build freed handed back to the operating system (glibc's `malloc_trim`): the
+    chunks' temporaries, freed, otherwise stay in the process's resident memory beside the
+    matrix for the rest of the run (at 100k documents 90 of the 460 MB). Elsewhere a no-op."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (AttributeError, OSError):  # not glibc: nothing to hand back this way
+        pass
