@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
@@ -23,6 +25,8 @@ from cortex_exp.errors import InputError
 
 _cap: int | None = None  # set by the run from `parallel.workers`
 _state: Any = None  # a worker process's state, made once by `_init`
+_beside: Callable[[], None] | None = None  # work to start once the next pool's workers are forked
+_beside_thread: threading.Thread | None = None
 
 
 def available_cores() -> int:
@@ -71,8 +75,64 @@ def ordered_map(
             yield fn(state, task)
         return
     context = multiprocessing.get_context("fork")
+    settle()  # nothing started beside earlier workers may run while this process forks
     with ProcessPoolExecutor(n, mp_context=context, initializer=_init, initargs=(make_state, args)) as pool:
-        yield from pool.map(partial(_call, fn), tasks)
+        results = pool.map(partial(_call, fn), tasks)  # the workers are forked, every one, here
+        _start_beside()
+        yield from results
+
+
+@contextmanager
+def beside_workers(work: Callable[[], None]) -> Iterator[None]:
+    """`work()` on a thread of its own while the first pool of workers forked inside this block
+    runs (this process then mostly waits for them); the block ends once `work` has too. Work
+    that loads what the process needs later (the run: MLflow's modules, 4 s, beside bm25_v2's
+    tokenizing). Never run when the block forks no worker: the process does that work itself
+    when it needs it. A fork waits for it first (`settle`): a thread importing modules would
+    leave their import locks held in the child."""
+    global _beside
+    _beside = work
+    try:
+        yield
+    finally:
+        _beside = None
+        settle()
+
+
+def _start_beside() -> None:
+    global _beside, _beside_thread
+    work, _beside = _beside, None
+    if work is not None:
+        _beside_thread = threading.Thread(target=_quietly, args=(work,), name="cortex-beside", daemon=True)
+        _beside_thread.start()
+
+
+def _quietly(work: Callable[[], None]) -> None:
+    try:
+        work()
+    except Exception:  # noqa: S110 - the same work, done again where it is needed, raises there
+        pass
+
+
+def settle() -> None:
+    """Wait for the work started beside the workers."""
+    global _beside_thread
+    thread, _beside_thread = _beside_thread, None
+    if thread is not None:
+        thread.join()
+
+
+def thread_map(fn: Callable[[Sequence], list], items: Sequence) -> list:
+    """`fn(items)` computed as `fn` of contiguous parts of `items` on a thread each (as many as
+    `worker_count()`), the parts' results concatenated in order: for work that numpy does with the
+    GIL released (bm25_v2 ranking queries). One worker, or one item: `fn(items)` here."""
+    n = min(worker_count(), len(items))
+    if n <= 1:
+        return fn(items)
+    cuts = [len(items) * i // n for i in range(n + 1)]
+    with ThreadPoolExecutor(n, thread_name_prefix="cortex-part") as pool:
+        parts = list(pool.map(fn, [items[a:b] for a, b in zip(cuts, cuts[1:])]))
+    return [x for part in parts for x in part]
 
 
 def fd_state(fd: int) -> int:

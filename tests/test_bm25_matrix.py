@@ -150,6 +150,9 @@ def test_the_index_built_on_two_workers_is_the_one_built_on_one_array_for_array(
     for name in ("data", "indices", "indptr"):
         assert two.model.scores[name].dtype == one.model.scores[name].dtype
         assert np.array_equal(two.model.scores[name].view(np.uint8), one.model.scores[name].view(np.uint8)), name
-    expected, vocab, arrays = reference_rankings(corpus, ["invoice retry", "w7 w300"], 20, Bm25V2())
+    queries = ["invoice retry", "w7 w300", "getUserById", "nothing", "cache the x9", "w1 w2 w3", "db pool"]
+    expected, vocab, arrays = reference_rankings(corpus, queries, 20, Bm25V2())
     assert list(two.vocab.items()) == list(vocab.items())
     assert all(np.array_equal(two.model.scores[n], arrays[n]) for n in ("data", "indices", "indptr"))
+    monkeypatch.setattr(bm25_v2, "THREADED_FROM", 0)  # the queries ranked in parts, on two threads
+    assert [list(zip(r.doc_ids, r.scores)) for r in two.search(queries, 20)] == expected
