@@ -8,16 +8,16 @@ does not depend on how many workers there were.
 
 How many: `parallel.workers` of the run (docs/interface.md §2), else `$CORTEX_WORKERS`, else
 the cores this process may run on. One worker (or one chunk) runs in this process, no pool.
+Work numpy does with the GIL released (ranking bm25_v2's queries, filling its score matrix)
+goes on as many threads instead (`thread_map`, or a thread pool of `worker_count()`).
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
@@ -25,8 +25,6 @@ from cortex_exp.errors import InputError
 
 _cap: int | None = None  # set by the run from `parallel.workers`
 _state: Any = None  # a worker process's state, made once by `_init`
-_beside: Callable[[], None] | None = None  # work to start once the next pool's workers are forked
-_beside_thread: threading.Thread | None = None
 
 
 def available_cores() -> int:
@@ -75,51 +73,8 @@ def ordered_map(
             yield fn(state, task)
         return
     context = multiprocessing.get_context("fork")
-    settle()  # nothing started beside earlier workers may run while this process forks
     with ProcessPoolExecutor(n, mp_context=context, initializer=_init, initargs=(make_state, args)) as pool:
-        results = pool.map(partial(_call, fn), tasks)  # the workers are forked, every one, here
-        _start_beside()
-        yield from results
-
-
-@contextmanager
-def beside_workers(work: Callable[[], None]) -> Iterator[None]:
-    """`work()` on a thread of its own while the first pool of workers forked inside this block
-    runs (this process then mostly waits for them); the block ends once `work` has too. Work
-    that loads what the process needs later (the run: MLflow's modules, 4 s, beside bm25_v2's
-    tokenizing). Never run when the block forks no worker: the process does that work itself
-    when it needs it. A fork waits for it first (`settle`): a thread importing modules would
-    leave their import locks held in the child."""
-    global _beside
-    _beside = work
-    try:
-        yield
-    finally:
-        _beside = None
-        settle()
-
-
-def _start_beside() -> None:
-    global _beside, _beside_thread
-    work, _beside = _beside, None
-    if work is not None:
-        _beside_thread = threading.Thread(target=_quietly, args=(work,), name="cortex-beside", daemon=True)
-        _beside_thread.start()
-
-
-def _quietly(work: Callable[[], None]) -> None:
-    try:
-        work()
-    except Exception:  # noqa: S110 - the same work, done again where it is needed, raises there
-        pass
-
-
-def settle() -> None:
-    """Wait for the work started beside the workers."""
-    global _beside_thread
-    thread, _beside_thread = _beside_thread, None
-    if thread is not None:
-        thread.join()
+        yield from pool.map(partial(_call, fn), tasks)
 
 
 def thread_map(fn: Callable[[Sequence], list], items: Sequence) -> list:

@@ -20,7 +20,7 @@ from cortex_exp.data.corpus import Corpus, load_corpus
 from cortex_exp.errors import InputError
 from cortex_exp.findings import Finding, degraded_reasons, noted, refusals
 from cortex_exp.golden import GoldenSet, load_golden
-from cortex_exp.parallel import beside_workers, use_workers
+from cortex_exp.parallel import use_workers
 from cortex_exp.retrievers.base import Index
 from cortex_exp.retrievers.runfile import require_queries
 from cortex_exp.rows import RowSpec, rerank, row_spec
@@ -138,8 +138,7 @@ def prepare(settings: RunSettings, row: RowSpec) -> Prepared:
     drift = gates.corpus_drift(golden, indexed, settings.gates)
     context = checks.Context(settings, row, corpus, golden, indexed, stale, drift)
     found = checks.judge(checks.LOADED, context, listed)
-    with beside_workers(tracking.preload):  # MLflow's modules imported while the index is built
-        indexes = build_indexes(settings, corpus)
+    indexes = build_indexes(settings, corpus)
     require_queries(indexes, [q.qid for q in golden.queries])  # a ranking file short of queries: no run
     plan = probe_plan(corpus, settings.gates.probe_seed)
     results = probe_all(indexes, corpus, plan=plan)

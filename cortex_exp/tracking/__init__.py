@@ -19,7 +19,7 @@ from cortex_exp.tracking.parents import child_runs, end_run, end_running_childre
 from cortex_exp.tracking.runlog import PER_QUERY_DIGEST, RunLog
 from cortex_exp.tracking.runs import attach, guard, open_run
 from cortex_exp.tracking.spool import spool_root
-from cortex_exp.tracking.store import DEFAULT_URI, check_reachable, client, preload, resolve_uri
+from cortex_exp.tracking.store import DEFAULT_URI, check_reachable, client, resolve_uri
 
 __all__ = [
     "DEFAULT_URI",
@@ -38,7 +38,6 @@ __all__ = [
     "guard",
     "mark_orphans",
     "open_run",
-    "preload",
     "resolve_uri",
     "run_link",
     "spool_root",

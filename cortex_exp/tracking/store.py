@@ -128,14 +128,6 @@ class _NoErrors(logging.Filter):
         return record.levelno < logging.ERROR
 
 
-def preload() -> None:
-    """Import what the first client needs (MLflow's tracking client and its database store: ~4 s
-    of a run's start, ~0.1 s left for the store itself), so that it can be done beside other work
-    (`parallel.beside_workers`)."""
-    import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
-    import mlflow.tracking  # noqa: F401
-
-
 def client(uri: str) -> ShieldedClient:
     """The process's client of `uri`; its first creation sets up the store under the lock."""
     if uri not in _CLIENTS:
