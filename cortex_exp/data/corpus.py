@@ -5,8 +5,9 @@ its fields, `always_served` filled with its default. The corpus fingerprint is t
 the sorted `id:hash` lines joined by newlines, so it does not depend on line order.
 
 A corpus loaded from a file is read in one streaming pass that validates every line and
-hashes every document; it then holds per document only its id, its hash (32 bytes) and where
-its line lies in the file (`corpus_file.FileDocuments`): `docs` reads documents back from the
+hashes every document; it then holds per document only its id, its hash (32 bytes), its probe
+text's digest and flags (17 bytes, `document.probe_key`: the probe's choice reads them) and
+where its line lies in the file (`corpus_file.FileDocuments`): `docs` reads documents back from the
 file when they are asked for, one at a time or in one streaming pass. A corpus built from
 `Document` objects (tests, the demo generator, an import) holds them in a list. Both answer
 the same questions the same way.
@@ -25,7 +26,15 @@ from typing import Any
 import numpy as np
 
 from cortex_exp.data.corpus_file import FileDocuments, read_documents
-from cortex_exp.data.document import FIELDS, Document, canonical_json, document_digest, document_hash, probe_key
+from cortex_exp.data.document import (
+    FIELDS,
+    Document,
+    canonical_json,
+    document_digest,
+    document_hash,
+    probe_arrays,
+    probe_key,
+)
 from cortex_exp.errors import InputError
 
 __all__ = [
@@ -165,10 +174,7 @@ class Corpus:
                 key, flag = probe_key(doc)
                 keys += key
                 flags.append(flag)
-            self._probe = (
-                np.frombuffer(bytes(keys), dtype=np.uint8).reshape(len(self.ids), 16),
-                np.frombuffer(bytes(flags), dtype=np.uint8),
-            )
+            self._probe = probe_arrays(keys, flags, len(self.ids))
         return self._probe
 
     def __contains__(self, doc_id: str) -> bool:

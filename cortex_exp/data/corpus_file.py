@@ -1,8 +1,8 @@
 """A corpus file read in one streaming pass, its documents left where they lie.
 
 `read_documents` validates every line of `corpus.jsonl` (docs/interface.md §3), hashes every
-document, and keeps per document its id, its raw sha256 and the place of its line (offset,
-length). `FileDocuments` gives the documents back from the file: one by position (a read at
+document, and keeps per document its id, its raw sha256, its `probe_key` and the place of its
+line (offset, length). `FileDocuments` gives the documents back from the file: one by position (a read at
 its offset), or all in file order in one streaming pass — so a million documents cost tens of
 megabytes in memory, not gigabytes.
 
@@ -23,7 +23,7 @@ from typing import BinaryIO, NamedTuple
 
 import numpy as np
 
-from cortex_exp.data.document import FIELDS, Document, document_digest, probe_key
+from cortex_exp.data.document import FIELDS, Document, document_digest, probe_arrays, probe_key
 from cortex_exp.data.files import open_input, parse_json
 from cortex_exp.data.jsonl import BLOCK, Problems, check_field, iter_lines, parse_line
 from cortex_exp.errors import InputError
@@ -119,11 +119,7 @@ def read_documents(path: Path) -> Scanned:
         raise InputError(f"{path}: the corpus is empty; nothing to search")
     keys = np.frombuffer(bytes(digests), dtype=np.uint8).reshape(len(ids), 32)
     docs = FileDocuments(fh, signature, np.frombuffer(offsets, dtype=np.int64), np.frombuffer(lengths, dtype=np.int64))
-    probe = (
-        np.frombuffer(bytes(probe_keys), dtype=np.uint8).reshape(len(ids), 16),
-        np.frombuffer(bytes(probe_flags), dtype=np.uint8),
-    )
-    return Scanned(docs, ids, keys, always, probe)
+    return Scanned(docs, ids, keys, always, probe_arrays(probe_keys, probe_flags, len(ids)))
 
 
 def _scan(fh: BinaryIO, path: Path, problems: Problems):
@@ -191,7 +187,7 @@ def _scan_in_parallel(fh: BinaryIO):
         if merged is None:
             merged = part
         else:
-            for whole, more in zip(merged, part):
+            for whole, more in zip(merged, part):  # lists, bytearrays and arrays: extended in place
                 whole += more
     if len(set(merged[0])) != len(merged[0]):
         return None

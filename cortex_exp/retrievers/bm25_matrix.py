@@ -14,7 +14,8 @@ only the distinct (document, term) pairs with their frequency, and each document
 (`pairs`, which a worker process can compute on its own: `add_pairs` takes its result).
 `scores(n_vocab)` then computes the document frequencies' idf, the average length, and fills
 the matrix chunk by chunk, reading each chunk's pairs back from the temporary file they
-waited in (so the pairs and the matrix are never both in memory).
+waited in (so the matrix is never held beside all the pairs: only those of the chunks
+being placed, one a thread).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class _Spilled:
 class Bm25Matrix:
     """Accumulates chunks of documents, then gives bm25s's `scores` dict. A chunk's pairs wait
     in a temporary file (`tempfile`, deleted when closed), not in memory: the matrix is filled
-    from them chunk by chunk, so the pairs and the matrix are never both held (at a million
+    from them chunk by chunk, so the matrix is never held beside all the pairs (at a million
     documents, ~0.6 GB of pairs beside the ~0.8 GB matrix)."""
 
     def __init__(self, k1: float, b: float, method: str, delta: float = 0.5):
@@ -117,7 +118,8 @@ class Bm25Matrix:
         """bm25s's `scores` dict (`data`, `indices`, `indptr`, `num_docs`); the chunks are freed.
         Each chunk's columns begin where the earlier chunks' end (`heads`, known from their terms
         alone), so the chunks are scored and placed on several threads at once (`_score_chunk`:
-        numpy's sort and scatter, the GIL released), each writing places no other writes."""
+        numpy's sort and scatter, the GIL released), each writing places no other writes; as
+        many chunks are read back at a time as there are threads (one, with one worker)."""
         self._spill.flush()
         lengths = np.concatenate([c.lengths for c in self.chunks])
         n_docs, avg_doc_len = len(lengths), lengths.mean()
@@ -131,20 +133,27 @@ class Bm25Matrix:
         indices = np.empty(int(indptr[-1]), dtype=np.int32)
         heads, first_doc = indptr[:-1].copy(), 0
         threads = min(worker_count(), len(self.chunks))
-        with ThreadPoolExecutor(max(threads, 1), thread_name_prefix="cortex-matrix") as pool:
+        pool = ThreadPoolExecutor(threads, thread_name_prefix="cortex-matrix") if threads > 1 else None
+        try:
             pending: list = []
             while self.chunks:
                 chunk = self.chunks.pop(0)
                 terms, tf = self._read(chunk)
                 counts = np.bincount(terms, minlength=n_vocab)
-                job = (chunk, terms, tf, heads.copy(), counts, first_doc)
-                pending.append(pool.submit(self._score_chunk, job, idf, avg_doc_len, data, indices))
-                heads += counts
+                job = (chunk, terms, tf, heads.copy() if pool else heads, counts, first_doc)
+                if pool is None:  # one worker: one chunk at a time, here
+                    self._score_chunk(job, idf, avg_doc_len, data, indices)
+                else:  # a chunk a thread, no more chunks read back than threads
+                    while len(pending) >= threads:
+                        pending.pop(0).result()
+                    pending.append(pool.submit(self._score_chunk, job, idf, avg_doc_len, data, indices))
+                heads += counts  # after the job took its copy, or ran
                 first_doc += len(chunk.lengths)
-                while len(pending) > 2 * threads:  # a few chunks in flight: memory stays flat
-                    pending.pop(0).result()
             for done in pending:
                 done.result()
+        finally:
+            if pool is not None:
+                pool.shutdown()
         self._spill.close()
         _give_back_freed_heap()
         return {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}

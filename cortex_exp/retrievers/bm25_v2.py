@@ -84,17 +84,19 @@ class _Bm25V2Index(Index):
         self.model.nonoccurrence_array = None  # lucene, robertson and atire have none
 
     def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
-        """The queries' rankings; over `THREADED_FROM` documents or more, parts of them on a thread
-        each (bm25s's sums and the top k are numpy's, the GIL mostly released: 1,000 queries over
-        100k documents 1.12-1.21 s -> 0.82-0.90 s on 2 threads; over 10k, 0.25 s -> 0.47 s)."""
+        """The queries' rankings; over `THREADED_FROM` documents or more, the queries' terms found
+        here (PyStemmer's stemmer must not be called from two threads) and their scoring in parts
+        on a thread each (bm25s's sums and the top k are numpy's, the GIL mostly released: 1,000
+        queries over 100k documents 1.12-1.21 s -> 0.82-0.90 s on 2 threads; over 10k, 0.25 s ->
+        0.47 s)."""
+        terms = [[self.vocab[t] for t in identifier_aware(q) if t in self.vocab] for q in queries]
         if len(self.ids) < THREADED_FROM:
-            return self._search(queries, k)
-        return thread_map(lambda part: self._search(part, k), list(queries))
+            return self._scored(terms, k)
+        return thread_map(lambda part: self._scored(part, k), terms)
 
-    def _search(self, queries: Sequence[str], k: int) -> list[Ranking]:
+    def _scored(self, queries_terms: Sequence[list[int]], k: int) -> list[Ranking]:
         out = []
-        for q in queries:
-            term_ids = [self.vocab[t] for t in identifier_aware(q) if t in self.vocab]
+        for term_ids in queries_terms:
             if not term_ids:
                 out.append(EMPTY)
                 continue

@@ -176,7 +176,7 @@ class UnreadableCorpus(Corpus):
         raise OSError("check_retriever: this corpus cannot be read (on purpose)")
 
     docs = ids = by_id = hashes = fingerprint = always_served = property(_fail)
-    __len__ = __iter__ = __contains__ = _fail
+    __len__ = __iter__ = __contains__ = probe_keys = _fail
 
 
 def check_failure_raises(retriever, queries: Sequence[str], k: int) -> Check:
