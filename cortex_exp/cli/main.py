@@ -59,7 +59,8 @@ def _main(cfg: DictConfig) -> None:
 
     def go():
         choices = dict(HydraConfig.get().runtime.choices)
-        outcome["o"] = run(settings_from_cfg(cfg, choices, parent_run_id(), job_swept()))
+        sweep = HydraConfig.get().mode == RunMode.MULTIRUN  # a sweep's next job may reuse the indexes
+        outcome["o"] = run(settings_from_cfg(cfg, choices, parent_run_id(), job_swept()), keep_indexes=sweep)
 
     code = run_cli(go)
     if code:

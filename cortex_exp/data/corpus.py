@@ -2,7 +2,8 @@
 
 A document's hash is the sha256 of the canonical JSON (sorted keys, UTF-8, no spaces) of all
 its fields, `always_served` filled with its default. The corpus fingerprint is the sha256 of
-the sorted `id:hash` lines joined by newlines, so it does not depend on line order.
+the sorted `id:hash` lines joined by newlines, so it does not depend on line order
+(`hashes.fingerprint_of`).
 
 A corpus loaded from a file is read in one streaming pass that validates every line and
 hashes every document; it then holds per document only its id, its hash (32 bytes), its probe
@@ -15,7 +16,6 @@ the same questions the same way.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +35,7 @@ from cortex_exp.data.document import (
     probe_arrays,
     probe_key,
 )
+from cortex_exp.data.hashes import fingerprint_lines, fingerprint_of, joined_pieces
 from cortex_exp.errors import InputError
 
 __all__ = [
@@ -50,11 +51,6 @@ __all__ = [
     "record_json",
     "write_corpus",
 ]
-
-
-def fingerprint_of(hashes: Mapping[str, str]) -> str:
-    lines = "\n".join(f"{doc_id}:{h}" for doc_id, h in sorted(hashes.items()))
-    return hashlib.sha256(lines.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -151,16 +147,8 @@ class Corpus:
             yield self.ids[row], hexes[64 * row : 64 * row + 64]
 
     def _fingerprint(self) -> str:
-        """`fingerprint_of(self.hashes)`, hashed in batches of lines."""
-        h, batch, sep = hashlib.sha256(), [], ""
-        for doc_id, hexed in self._id_hash_lines():
-            batch.append(f"{doc_id}:{hexed}")
-            if len(batch) == 65536:
-                h.update((sep + "\n".join(batch)).encode("utf-8"))
-                batch, sep = [], "\n"
-        if batch:
-            h.update((sep + "\n".join(batch)).encode("utf-8"))
-        return h.hexdigest()
+        """`fingerprint_of(self.hashes)`, from the digests as they are held."""
+        return fingerprint_lines(self._id_hash_lines())
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -193,12 +181,13 @@ class Corpus:
 
 def record_json(head: dict, documents: Iterable[tuple[str, str]], extra: dict | None = None) -> str:
     """`json.dumps({**head, "documents": dict(documents), **extra}, indent=2, ensure_ascii=False) + "\\n"`,
-    the documents written line by line."""
+    the documents written in pieces of lines (`joined_pieces`) and the text joined once."""
     mark = "\x00documents\x00"
     text = json.dumps({**head, "documents": mark, **(extra or {})}, indent=2, ensure_ascii=False) + "\n"
-    lines = ",\n".join(f"    {encode_basestring(doc_id)}: {encode_basestring(h)}" for doc_id, h in documents)
-    block = "{\n" + lines + "\n  }" if lines else "{}"
-    return text.replace(json.dumps(mark), block, 1)
+    before, after = text.split(json.dumps(mark), 1)
+    lines = (f"    {encode_basestring(doc_id)}: {encode_basestring(h)}" for doc_id, h in documents)
+    pieces = list(joined_pieces(lines, ",\n"))
+    return "".join([before, "{\n", *pieces, "\n  }", after] if pieces else [before, "{}", after])
 
 
 def load_corpus(path: Path) -> Corpus:

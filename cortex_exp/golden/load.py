@@ -8,9 +8,11 @@ is not the JSON it should be.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from cortex_exp.data.files import read_json
+from cortex_exp.data.hashes import HashesFile
 from cortex_exp.data.jsonl import Problems, check_field, iter_jsonl
 from cortex_exp.errors import InputError
 from cortex_exp.golden.commit import finish_pending
@@ -101,10 +103,16 @@ def _read_judgments(path: Path, qids: set[str]) -> list[Judgment]:
     return judgments
 
 
-def _read_hashes(folder: Path) -> dict[str, str]:
+def _read_hashes(folder: Path) -> Mapping[str, str]:
+    """`corpus_hashes.json`, its fingerprint and size known, its entries read when asked
+    (`hashes.HashesFile`); an empty mapping when the set has none."""
     path = folder / CORPUS_HASHES
     if not path.exists():
         return {}
+    return HashesFile(path, lambda path: _hashes_object(path, folder))
+
+
+def _hashes_object(path: Path, folder: Path) -> dict[str, str]:
     hashes = read_json(path, "the corpus hashes of a golden set")
     if not isinstance(hashes, dict) or not all(isinstance(v, str) for v in hashes.values()):
         raise InputError(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,7 +56,7 @@ class GoldenSet:
     queries: list[Query]
     judgments: list[Judgment]
     manifest: dict = field(default_factory=dict)
-    corpus_hashes: dict[str, str] = field(default_factory=dict)
+    corpus_hashes: Mapping[str, str] = field(default_factory=dict)  # id -> hash; a loaded set's is a HashesFile
     path: Path | None = None
 
     @property

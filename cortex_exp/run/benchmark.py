@@ -26,7 +26,7 @@ from cortex_exp.retrievers.runfile import require_queries
 from cortex_exp.rows import RowSpec, rerank, row_spec
 from cortex_exp.run import checks, describe, gates
 from cortex_exp.run.agreement import Listing, corpus_in_use, unknown_documents
-from cortex_exp.run.indexes import build_indexes
+from cortex_exp.run.indexes import build_indexes, forget_indexes
 from cortex_exp.run.learned import load_features
 from cortex_exp.run.log import log
 from cortex_exp.run.prepare import prepare_data
@@ -81,9 +81,11 @@ class Prepared:
         return noted(self.findings)
 
 
-def run(settings: RunSettings) -> Outcome:
+def run(settings: RunSettings, keep_indexes: bool = True) -> Outcome:
     """Refuse early (unreachable MLflow, bad input, stale set, component down), then open the
-    MLflow run, measure and log inside it."""
+    MLflow run, measure and log inside it. `keep_indexes=False`: the only run of its process,
+    whose indexes are let go once its rankings are made (`indexes.forget_indexes`); else they
+    stay memoized for the next run of the same components (a sweep, the Python API)."""
     use_workers(settings.parallel.workers)
     uri = tracking.resolve_uri(settings.mlflow.tracking_uri)
     tracking.check_reachable(uri)
@@ -94,6 +96,8 @@ def run(settings: RunSettings) -> Outcome:
     note = describe.opening(settings, row, ready.golden, ready.passed, ready.warnings)
     with open_benchmark_run(settings, row, uri, ready.indexed, ready.golden, note) as mlrun:
         measured = refused_inside(mlrun, lambda: measure(settings, row, ready))
+        if not keep_indexes:
+            forget_indexes(ready.indexes)
         found = ready.findings + measured.findings
         tags = final_tags(row, found)
         tags["components_observed"] = str(measured.observed).lower()

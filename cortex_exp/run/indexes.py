@@ -64,6 +64,13 @@ def build_indexes(settings: RunSettings, corpus: Corpus) -> dict[str, Index]:
     return out
 
 
+def forget_indexes(indexes: dict[str, Index]) -> None:
+    """Let a run's indexes go, memo included: the only run of a process (a command-line run that
+    is not a sweep) does not hold a million documents' index (~1 GB) while it logs its record."""
+    indexes.clear()
+    _INDEXES.clear()
+
+
 class DownIndex(Index):
     """A component whose index could not be built: every search raises, so the probe says DOWN."""
 

@@ -51,13 +51,14 @@ class RunLog:
     def run_id(self) -> str:
         return self.journal.run_id
 
-    def _call(self, method: str, *args, **kwargs) -> None:
-        """One write to the store, unless it already failed; a store failure switches the run
-        to the journal only (spooled), or is exit 4 at once for a run without a spool."""
+    def _call(self, method, *args, **kwargs) -> None:
+        """One write to the store (a client method's name, or a function that writes), unless it
+        already failed; a store failure switches the run to the journal only (spooled), or is
+        exit 4 at once for a run without a spool."""
         if self.failure is not None:
             return
         try:
-            getattr(self.client, method)(*args, **kwargs)
+            (method if callable(method) else getattr(self.client, method))(*args, **kwargs)
         except Exception as exc:
             found = failures.classify(self.journal.uri, exc, self.places)
             if found is None:
@@ -99,10 +100,8 @@ class RunLog:
 
     def log_text(self, name: str, text: str) -> str:
         """The artifact `name` holding `text` (scrubbed of secrets); returns the sha256 of the bytes logged."""
-        text = scrub(text)
-        data = text.encode("utf-8")
-        self.journal.add_artifact(name, data)
-        self._call("log_text", self.run_id, text, name)
+        data = scrub(text).encode("utf-8")
+        self._log_data(name, data)  # the bytes written once: a million documents' record is not copied again
         return hashlib.sha256(data).hexdigest()
 
     def log_json(self, name: str, obj) -> str:
@@ -118,13 +117,20 @@ class RunLog:
 
     def log_bytes(self, name: str, data: bytes) -> None:
         """An artifact at the path `name` (folders included) from its bytes."""
+        self._log_data(name, data)
+
+    def _log_data(self, name: str, data: bytes) -> None:
+        rel = spool.safe_path(name)
+        self.journal.add_artifact(rel, data)
+        self._call(lambda: self._upload(rel, data))  # a full disk under the temporary file: the store's failure
+
+    def _upload(self, rel: str, data: bytes) -> None:
         import tempfile
 
-        rel = spool.safe_path(name)
         folder, _, base = rel.rpartition("/")
         with tempfile.TemporaryDirectory(prefix="cortex_artifact_") as tmp:
             (Path(tmp) / base).write_bytes(data)
-            self.log_file(Path(tmp) / base, folder or None)
+            self.client.log_artifact(self.run_id, str(Path(tmp) / base), folder or None)
 
     def log_golden_dataset(self, name: str, golden_id: str, folder: Path) -> None:
         """The golden set as an MLflow dataset input whose digest is `golden_id`."""
