@@ -296,7 +296,16 @@ class Misbehaving:
             def log_message(self, *args):
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request, client_address):
+                # this server's own trouble (a client that hung up mid-request) is kept here, not
+                # printed into the stderr the tests read for the run's tracebacks
+                import traceback
+
+                owner.errors.append(traceback.format_exc())
+
+        self.errors: list[str] = []
+        self.httpd = Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()

@@ -241,3 +241,34 @@ def test_signals_wait_for_the_end_of_a_section_and_a_drill_sends_one():
     assert out.stdout.split("\n") == ["deferred", "raised 143", "cleaned up 15", "first pass", "drill 130", ""], (
         out.stderr
     )
+
+
+def test_runs_logging_the_same_golden_set_at_once_all_link_it(uri):
+    """MLflow makes a dataset the first time a run logs it; six runs making the same one at once
+    race on its unique constraint (without the retry in `RunLog._log_inputs` some fail here
+    every time). Every run gets the dataset, and there is one dataset."""
+    import threading
+
+    with tracking.open_run(uri, "exp", "first", {}):
+        pass  # the experiment exists: only the dataset is raced for
+    barrier, errors, ids = threading.Barrier(6), [], []
+
+    def one(i: int) -> None:
+        try:
+            with tracking.open_run(uri, "exp", f"r{i}", {}) as log:
+                ids.append(log.run_id)
+                barrier.wait()
+                log.log_golden_dataset("golden", "d" * 16, "/data/golden")
+        except Exception as exc:
+            errors.append(f"{type(exc).__name__}: {exc}"[:300])
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    client = MlflowClient(uri)
+    linked = [client.get_run(i).inputs.dataset_inputs for i in ids]
+    assert [len(d) for d in linked] == [1] * 6
+    assert {d[0].dataset.digest for d in linked} == {"d" * 16}

@@ -138,7 +138,20 @@ class RunLog:
 
     def log_dataset(self, name: str, digest: str, source_uri: str, context: str) -> None:
         self.journal.datasets.append({"name": name, "digest": digest, "source": source_uri, "context": context})
-        self._call("log_inputs", self.run_id, datasets=[dataset_input(name, digest, source_uri, context)])
+        self._call(self._log_inputs, [dataset_input(name, digest, source_uri, context)])
+
+    def _log_inputs(self, inputs: list) -> None:
+        """MLflow makes a dataset the first time a run logs it: two runs at once making the same
+        one race, and the second's insert breaks a unique constraint (sqlite's IntegrityError,
+        PostgreSQL's UniqueViolation). Its retry finds the dataset made and links it."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            self.client.log_inputs(self.run_id, datasets=inputs)
+        except MlflowException as exc:
+            if not any(word in str(exc) for word in ("IntegrityError", "UniqueViolation")):
+                raise
+            self.client.log_inputs(self.run_id, datasets=inputs)
 
     def close(self, status: str, exc: BaseException | None) -> None:
         """End the run once; spool it when the store failed (exit 4, unless a signal stops us)."""
