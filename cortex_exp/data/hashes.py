@@ -6,9 +6,10 @@ The fingerprint is the sha256 of the `id:hash` lines, ids sorted, joined by newl
 
 `HashesFile` is a golden set's `corpus_hashes.json`: a mapping id -> hash whose size and
 fingerprint are known from a first reading, and whose entries are read again only when they are
-asked for. A run asks only when the corpus's fingerprint differs (to count what moved), so a
-million documents' hashes — a quarter of a GiB as a dict of strings — are not held beside the
-index.
+asked for. A run asks only when the corpus's fingerprint differs (to count what moved; the
+entries are then held to the run's end, as they were before), so when the corpus is the one the
+set was built on, a million documents' hashes — a quarter of a GiB as a dict of strings — are
+not held beside the index.
 """
 
 from __future__ import annotations
