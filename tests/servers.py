@@ -243,7 +243,12 @@ class Misbehaving:
                 self._reply(0, None, lambda: owner.service.listing())
 
             def do_POST(self):
-                body = _json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                length = int(self.headers.get("Content-Length", 0))
+                raw = self.rfile.read(length)
+                if len(raw) < length:  # the client hung up mid-request: a run stopping on another request's failure
+                    owner.hung_up.append(f"POST {self.path}: {len(raw)} of {length} bytes, then the client hung up")
+                    return
+                body = _json.loads(raw)
                 with lock:
                     owner.posts += 1
                     n = owner.posts
