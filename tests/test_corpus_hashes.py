@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cortex_exp.data.corpus import Corpus, Document, fingerprint_of, record_json
-from cortex_exp.data.hashes import HashesFile, joined_pieces
+from cortex_exp.data.hashes import HashesFile, hashes_json, joined_pieces
 from cortex_exp.errors import InputError
 from cortex_exp.golden.load import load_golden
 from cortex_exp.golden.store import GoldenSet, Judgment, Query, write_golden
@@ -57,6 +57,22 @@ def test_the_record_is_json_dumps_and_the_fingerprint_the_one_text(documents):
     import hashlib
 
     assert fingerprint_of(documents) == hashlib.sha256(text).hexdigest()
+
+
+@given(st.dictionaries(st.text(), st.text(), max_size=30))
+def test_the_hashes_file_is_json_dumps_of_the_sorted_mapping(hashes):
+    assert hashes_json(hashes) == json.dumps(dict(sorted(hashes.items())), indent=0) + "\n"
+
+
+@pytest.mark.parametrize("n", [65535, 65536, 65537])
+def test_the_hashes_file_across_pieces(n):
+    hashes = {f"d{i:06d}\u00e9\x01": f"{i:064x}" for i in reversed(range(n))}
+    assert hashes_json(hashes) == json.dumps(dict(sorted(hashes.items())), indent=0) + "\n"
+
+
+def test_the_hash_map_is_the_hashes_asked_one_by_one():
+    corpus = Corpus(docs(50)[::-1])
+    assert list(corpus.hash_map().items()) == list(dict(corpus.hashes).items())
 
 
 def test_a_loaded_set_knows_its_hashes_by_fingerprint_and_holds_none(tmp_path):

@@ -163,6 +163,50 @@ def test_the_import_writes_what_write_corpus_writes_on_one_worker_or_two(tmp_pat
     assert list(made[2].manifest["source"]) == ["kind", "beir_dir", "corpus", "queries", "qrels"]
 
 
+ODD_OBJECTS = [  # each takes another branch of the import's checks (`_plain_fields`, else the worded ones)
+    {"_id": "a", "text": "t", "metadata": ["not", "an", "object"]},
+    {"_id": "b", "text": "t", "metadata": "x"},
+    {"_id": "c", "text": "t", "metadata": {"project": None}},
+    {"_id": "d", "text": "t", "metadata": {"other": 1.5}},
+    {"_id": "e", "title": "", "text": ""},
+]
+REFUSED_OBJECTS = [
+    {"_id": 7, "text": "t"},
+    {"_id": "", "text": "t"},
+    {"_id": "a", "text": "again"},
+    {"_id": "f", "text": None},
+    {"_id": "g", "title": None, "text": "t"},
+    {"_id": "h", "title": 3, "text": "t"},
+    {"_id": "i", "text": "t", "metadata": {"project": 3}},
+    {"_id": True, "text": "t"},
+    {"text": "t"},
+    ["a", "list"],
+]
+
+
+def test_the_import_takes_and_refuses_exactly_what_the_worded_reader_does(tmp_path, monkeypatch):
+    from cortex_exp import parallel
+    from cortex_exp.data.corpus import write_corpus
+    from cortex_exp.golden.beir import import_beir, read_beir_corpus
+
+    monkeypatch.setattr(parallel, "_cap", 1)
+    beir = tmp_path / "beir"
+    beir.mkdir()
+    write_jsonl(beir / "queries.jsonl", [{"_id": "q1", "text": "t"}])
+    (beir / "qrels.tsv").write_text("q1\tc\t1\n")
+    write_jsonl(beir / "corpus.jsonl", ODD_OBJECTS)
+    import_beir(beir, tmp_path / "out")
+    write_corpus(tmp_path / "expected.jsonl", read_beir_corpus(beir / "corpus.jsonl"))
+    assert (tmp_path / "out" / "corpus.jsonl").read_bytes() == (tmp_path / "expected.jsonl").read_bytes()
+    write_jsonl(beir / "corpus.jsonl", ODD_OBJECTS + REFUSED_OBJECTS)
+    with pytest.raises(InputError) as imported:
+        import_beir(beir, tmp_path / "out2")
+    with pytest.raises(InputError) as read:
+        read_beir_corpus(beir / "corpus.jsonl")
+    assert imported.value.problems == read.value.problems
+    assert len(imported.value.problems) == len(REFUSED_OBJECTS)
+
+
 def test_an_import_refused_in_a_late_span_writes_nothing(tmp_path, monkeypatch):
     from cortex_exp import parallel
     from cortex_exp.golden.beir import import_beir

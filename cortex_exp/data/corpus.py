@@ -146,6 +146,12 @@ class Corpus:
         for row in self._sorted_rows():
             yield self.ids[row], hexes[64 * row : 64 * row + 64]
 
+    def hash_map(self) -> dict[str, str]:
+        """`dict(self.hashes)`, in corpus order, turned into hex at once (a million documents asked
+        one at a time: 3 s)."""
+        hexes = self._digests.tobytes().hex()
+        return {doc_id: hexes[64 * row : 64 * row + 64] for row, doc_id in enumerate(self.ids)}
+
     def _fingerprint(self) -> str:
         """`fingerprint_of(self.hashes)`, from the digests as they are held."""
         return fingerprint_lines(self._id_hash_lines())

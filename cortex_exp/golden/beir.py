@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from array import array
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +35,7 @@ from cortex_exp.golden.filters import FILTERS
 from cortex_exp.golden.lineage import carry_forward
 from cortex_exp.golden.manifest import describe_inputs, make_manifest, sha256_file
 from cortex_exp.golden.store import GoldenSet, Judgment, Query, check_out_dir, write_golden
-from cortex_exp.parallel import fd_state, line_spans, lines_at, ordered_map
+from cortex_exp.parallel import line_spans, lines_at, ordered_map
 
 
 def find_qrels(beir_dir: Path) -> Path:
@@ -95,8 +96,9 @@ class _Converted:
 
     ids: list[str]
     digests: bytearray
-    lines: bytes  # one after the other, each with its newline
+    lines: bytes  # one after the other, each with its newline (a worker's part: in `written` instead)
     lengths: array  # of each line, its newline included
+    written: Path | None = None  # the file a worker wrote the lines into (`_convert_span`)
 
 
 def _convert(lines: Iterable[tuple[int, int, bytes]], problems: Problems, first: dict[str, int]) -> _Converted:
@@ -104,10 +106,19 @@ def _convert(lines: Iterable[tuple[int, int, bytes]], problems: Problems, first:
     the hash (`document_digest`) of every valid document of BEIR lines (number, offset, line),
     each string JSON-encoded once for both."""
     out, written = _Converted([], bytearray(), b"", array("q")), []
-    objects = ((n, obj) for n, _, raw in lines if raw.strip() and (obj := parse_line(raw, n, problems)) is not None)
-    for line, doc in _beir_documents(objects, problems, first):
-        i, title, text = encode_basestring(doc.id), encode_basestring(doc.title), encode_basestring(doc.text)
-        project = "null" if doc.project is None else encode_basestring(doc.project)
+    for line, _, raw in lines:
+        if not raw.strip() or (obj := parse_line(raw, line, problems)) is None:
+            continue
+        fields = _plain_fields(obj, first)
+        if fields is None:  # anything else goes the way every problem is worded
+            doc = next((d for _, d in _beir_documents([(line, obj)], problems, first)), None)
+            if doc is None:
+                continue
+            fields = doc.id, doc.title, doc.text, doc.project
+        doc_id, title, text, project = fields
+        first[doc_id] = line
+        i, title, text = encode_basestring(doc_id), encode_basestring(title), encode_basestring(text)
+        project = "null" if project is None else encode_basestring(project)
         canonical = (
             f'{{"always_served":false,"id":{i},"kind":"document","project":{project},"text":{text},"title":{title}}}'
         )
@@ -116,7 +127,7 @@ def _convert(lines: Iterable[tuple[int, int, bytes]], problems: Problems, first:
         except UnicodeEncodeError as exc:  # a lone surrogate escape ("\ud800"): no UTF-8 to write
             problems.add(line, f"not valid Unicode: {exc.reason} ({exc.object[exc.start : exc.end]!a})")
             continue
-        out.ids.append(doc.id)
+        out.ids.append(doc_id)
         out.digests += digest
         head = f'{{"id": {i}, "title": {title}, "text": {text}, "project": {project}, '
         written.append(head + '"kind": "document", "always_served": false}\n')
@@ -125,33 +136,77 @@ def _convert(lines: Iterable[tuple[int, int, bytes]], problems: Problems, first:
     return out
 
 
-def _convert_span(fd: int, span: tuple[int, int]) -> _Converted | None:
-    """`_convert` of one span of whole lines, or None when any line has a problem."""
+def _plain_fields(obj: dict, first: dict[str, int]) -> tuple[str, str, str, str | None] | None:
+    """(id, title, text, project) of a BEIR object `_beir_documents` would take as it is — a new
+    non-empty string id, string text and title (or none), no metadata or a project that is a
+    string or null — else None: the checks of every document, without building one (a third of
+    the import's time at a million documents)."""
+    doc_id, text, title = obj.get("_id"), obj.get("text"), obj.get("title", "")
+    if type(doc_id) is not str or type(text) is not str or type(title) is not str or not doc_id or doc_id in first:
+        return None
+    meta = obj.get("metadata")
+    project = meta.get("project") if type(meta) is dict else None
+    if project is not None and type(project) is not str:
+        return None
+    return doc_id, title, text, project
+
+
+def _span_state(fd: int, base: Path) -> tuple[int, Path]:
+    """A worker's state: the open BEIR file (inherited by the fork) and where its parts go."""
+    return fd, base
+
+
+def _span_file(base: Path, span: tuple[int, int]) -> Path:
+    return base.with_name(f"{base.name}.span-{span[0]}")
+
+
+def _convert_span(state: tuple[int, Path], span: tuple[int, int]) -> _Converted | None:
+    """`_convert` of one span of whole lines, its lines written by this worker into a file of
+    their own beside the output (`_span_file`: a gigabyte of lines never goes through a pipe),
+    or None when any line has a problem (nothing written)."""
+    fd, base = state
     problems = Problems(Path("span"))
     part = _convert(lines_at(os.pread(fd, span[1] - span[0], span[0]), span[0]), problems, {})
-    return None if problems.items or problems.truncated else part
+    if problems.items or problems.truncated:
+        return None
+    part.written = _span_file(base, span)
+    with part.written.open("xb") as fh:
+        fh.write(part.lines)
+    part.lines = b""
+    return part
 
 
-def _converted_parts(path: Path) -> Iterator[_Converted]:
-    """The BEIR corpus converted span by span on every worker, in file order; at a problem
-    (or an id twice) the file converted again in one pass, which raises every problem with
-    its line number."""
+def _converted_parts(path: Path, base: Path) -> Iterator[_Converted]:
+    """The BEIR corpus converted span by span on every worker, in file order (each part's lines
+    in its `written` file, named after `base`); at a problem (or an id twice) the file
+    converted again in one pass, which raises every problem with its line number. The caller
+    takes each part's file before asking for the next; the rest are removed however this ends."""
     fh = open_input(path, "a .jsonl file")
     with fh:
         spans = line_spans(fh.fileno(), os.fstat(fh.fileno()).st_size, SPAN)
         seen: set[str] = set()
-        for part in ordered_map(_convert_span, spans, fd_state, (fh.fileno(),)):
-            if part is None or seen.intersection(part.ids) or len(set(part.ids)) != len(part.ids):
-                break
-            seen.update(part.ids)
-            yield part
-        else:
-            return
+        parts = ordered_map(_convert_span, spans, _span_state, (fh.fileno(), base))
+        try:
+            for part in parts:
+                if part is None or seen.intersection(part.ids) or len(set(part.ids)) != len(part.ids):
+                    break
+                seen.update(part.ids)
+                yield part
+            else:
+                return
+        finally:
+            parts.close()  # the pool shut down: no worker writes a span file any more
+            _remove_spans(base, spans)
     problems = Problems(path)
     with open_input(path, "a .jsonl file") as again:
         _convert(iter_lines(again), problems, {})
     problems.raise_if_any("the BEIR corpus")
     raise InputError(f"{path}: read in spans, a line was refused that reads well in one pass")  # cannot happen
+
+
+def _remove_spans(base: Path, spans: list[tuple[int, int]]) -> None:
+    for span in spans:
+        _span_file(base, span).unlink(missing_ok=True)
 
 
 def _qrels_text(path: Path) -> str:
@@ -219,12 +274,14 @@ def _corpus_pass(path: Path, out: Path) -> tuple[Corpus, str]:
     digests, lengths = bytearray(), array("q")
     file_hash = None
     with ThreadPoolExecutor(1) as beside, out.open("wb") as fh:
-        for part in _converted_parts(path):
+        for part in _converted_parts(path, out):
             file_hash = file_hash or beside.submit(sha256_file, path)  # after the workers are forked
             ids += part.ids
             digests += part.digests
             lengths += part.lengths
-            fh.write(part.lines)
+            with part.written.open("rb") as written:
+                shutil.copyfileobj(written, fh, 1 << 22)
+            part.written.unlink()
         sha256 = (file_hash or beside.submit(sha256_file, path)).result()
     sizes = np.frombuffer(lengths, dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(sizes) else sizes
@@ -259,7 +316,7 @@ def _golden_of(beir_dir, corpus, corpus_sha256, qrels_path, out_dir, now, how) -
     source = {"kind": "beir", "beir_dir": others["beir_dir"], "corpus": corpus_entry}
     source.update(queries=others["queries"], qrels=others["qrels"])
     manifest = make_manifest(corpus, counts, filters, source, now)
-    return carry_forward(GoldenSet(queries, judgments, manifest, dict(corpus.hashes)), out_dir, how)
+    return carry_forward(GoldenSet(queries, judgments, manifest, corpus.hash_map()), out_dir, how)
 
 
 def read_beir_queries(path: Path) -> tuple[dict[str, str], dict[str, str | None]]:

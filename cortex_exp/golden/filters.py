@@ -75,7 +75,7 @@ def build_golden(
         "retired_noise_dropped": retired_noise,
     }
     manifest = make_manifest(corpus, counts, filters, source, now)
-    return GoldenSet(queries, judgments, manifest, dict(corpus.hashes))
+    return GoldenSet(queries, judgments, manifest, corpus.hash_map())
 
 
 def _tasks(serves: list[Serve]) -> dict[tuple[str, str], list[Serve]]:

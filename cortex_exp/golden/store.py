@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cortex_exp.data.hashes import hashes_json
 from cortex_exp.errors import InputError
 from cortex_exp.golden.commit import commit, finish_pending, ours, write_text
 
@@ -144,11 +145,10 @@ def write_golden(
     manifest = {k: v for k, v in golden.manifest.items() if k != SEAL}
     manifest["golden_id"] = golden_id = golden.golden_id  # one digest: ~2 s at 200k judgments
     manifest[SEAL] = seal_of(manifest)
-    hashes = json.dumps(dict(sorted(golden.corpus_hashes.items())), indent=0) + "\n"
     texts = {
         QUERIES: _lines(q.as_json() for q in golden.queries),
         JUDGMENTS: _lines(j.as_json() for j in golden.judgments),
-        CORPUS_HASHES: hashes,
+        CORPUS_HASHES: hashes_json(golden.corpus_hashes),
         GOLDEN_ID: golden_id + "\n",
         MANIFEST: json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
     }
