@@ -30,6 +30,8 @@ def test_all_rows_under_one_parent_and_nothing_lost(demo_dir, tmp_path, launcher
     assert lines[-1].startswith("parent_run_id: ")
     parent = lines[-1].split()[1]
     assert sum(line.startswith("run_id: ") for line in lines) == 5
+    if launcher == "basic":  # one process: the jobs after the first reuse its index (a sweep keeps the memo)
+        assert r.stderr.count("indexed lexical") == 1, r.stderr[-3000:]
     summary = first_block(lines)
     assert any(line.startswith("core/bm25_v2") and "decides" in line for line in summary)
     assert sum("/bm25_v2" in line and " reference " in line for line in summary) == 4
@@ -103,6 +105,8 @@ def test_fusion_weight_sweep_five_nested_runs_and_the_best_marked(demo_dir, tmp_
     lines = r.stdout.strip().splitlines()
     parent = lines[-1].split()[1]
     assert sum(line.startswith("run_id: ") for line in lines) == 5
+    if launcher == "basic":  # one process: the jobs after the first reuse its index (a sweep keeps the memo)
+        assert r.stderr.count("indexed lexical") == 1, r.stderr[-3000:]
     weights = [line for line in first_block(lines) if line.startswith("core/hybrid w=")]
     assert len(weights) == 5 and sum(" * " in f" {line} " for line in weights) == 1
     children = MlflowClient(uri).search_runs(
