@@ -169,6 +169,8 @@ ODD_OBJECTS = [  # each takes another branch of the import's checks (`_plain_fie
     {"_id": "c", "text": "t", "metadata": {"project": None}},
     {"_id": "d", "text": "t", "metadata": {"other": 1.5}},
     {"_id": "e", "title": "", "text": ""},
+    {"_id": "e2", "text": "t", "metadata": None},
+    {"_id": "e3", "text": "t", "metadata": {"project": "p"}},
 ]
 REFUSED_OBJECTS = [
     {"_id": 7, "text": "t"},
@@ -178,6 +180,9 @@ REFUSED_OBJECTS = [
     {"_id": "g", "title": None, "text": "t"},
     {"_id": "h", "title": 3, "text": "t"},
     {"_id": "i", "text": "t", "metadata": {"project": 3}},
+    {"_id": "i2", "text": "t", "metadata": {"project": ["p"]}},
+    {"_id": "i3", "text": "t", "metadata": {"project": {"p": 1}}},
+    {"_id": "i4", "text": "t", "metadata": {"project": False}},
     {"_id": True, "text": "t"},
     {"text": "t"},
     ["a", "list"],
@@ -205,6 +210,36 @@ def test_the_import_takes_and_refuses_exactly_what_the_worded_reader_does(tmp_pa
         read_beir_corpus(beir / "corpus.jsonl")
     assert imported.value.problems == read.value.problems
     assert len(imported.value.problems) == len(REFUSED_OBJECTS)
+
+
+def test_no_span_file_is_left_by_a_failure_while_appending_nor_by_a_crashed_import(tmp_path, monkeypatch):
+    import os
+    import shutil
+
+    from cortex_exp import parallel
+    from cortex_exp.golden import beir as beir_module
+
+    beir_collection(tmp_path / "beir", 300)
+    monkeypatch.setattr("cortex_exp.golden.beir.SPAN", 500)  # many spans
+    monkeypatch.setattr(parallel, "_cap", 2)
+    stale = tmp_path / f".out.corpus.jsonl.tmp-{os.getpid()}.span-12345"  # what a killed import of this pid left
+    stale.write_bytes(b"old")
+    appended = []
+
+    def failing_copy(src, dst, length):
+        appended.append(src.name)
+        if len(appended) == 3:
+            raise OSError("disk full")
+        shutil.copyfileobj(src, dst, length)
+
+    monkeypatch.setattr(beir_module.shutil, "copyfileobj", failing_copy)
+    with pytest.raises(OSError, match="disk full"):
+        beir_module.import_beir(tmp_path / "beir", tmp_path / "out")
+    assert len(appended) == 3 and not [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name]
+    monkeypatch.undo()
+    stale.with_name(stale.name.replace("12345", "0")).write_bytes(b"old")  # the name the first span takes
+    beir_module.import_beir(tmp_path / "beir", tmp_path / "out")
+    assert not [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name]
 
 
 def test_an_import_refused_in_a_late_span_writes_nothing(tmp_path, monkeypatch):

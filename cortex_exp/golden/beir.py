@@ -12,12 +12,14 @@ its line number, and nothing is written.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import shutil
 from array import array
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime
 from json.encoder import encode_basestring
@@ -185,6 +187,7 @@ def _converted_parts(path: Path, base: Path) -> Iterator[_Converted]:
     with fh:
         spans = line_spans(fh.fileno(), os.fstat(fh.fileno()).st_size, SPAN)
         seen: set[str] = set()
+        _remove_spans(base)  # a crashed import of a process with this pid left them
         parts = ordered_map(_convert_span, spans, _span_state, (fh.fileno(), base))
         try:
             for part in parts:
@@ -195,8 +198,10 @@ def _converted_parts(path: Path, base: Path) -> Iterator[_Converted]:
             else:
                 return
         finally:
-            parts.close()  # the pool shut down: no worker writes a span file any more
-            _remove_spans(base, spans)
+            try:
+                parts.close()  # the pool shut down: no worker writes a span file any more
+            finally:
+                _remove_spans(base)
     problems = Problems(path)
     with open_input(path, "a .jsonl file") as again:
         _convert(iter_lines(again), problems, {})
@@ -204,9 +209,11 @@ def _converted_parts(path: Path, base: Path) -> Iterator[_Converted]:
     raise InputError(f"{path}: read in spans, a line was refused that reads well in one pass")  # cannot happen
 
 
-def _remove_spans(base: Path, spans: list[tuple[int, int]]) -> None:
-    for span in spans:
-        _span_file(base, span).unlink(missing_ok=True)
+def _remove_spans(base: Path) -> None:
+    """Every span file of `base` (`_span_file`). A killed import (SIGKILL) leaves them, as it
+    leaves `base` itself: the next import by a process of the same pid removes them."""
+    for left in base.parent.glob(f"{glob.escape(base.name)}.span-*"):
+        left.unlink(missing_ok=True)
 
 
 def _qrels_text(path: Path) -> str:
@@ -273,8 +280,8 @@ def _corpus_pass(path: Path, out: Path) -> tuple[Corpus, str]:
     ids: list[str] = []
     digests, lengths = bytearray(), array("q")
     file_hash = None
-    with ThreadPoolExecutor(1) as beside, out.open("wb") as fh:
-        for part in _converted_parts(path, out):
+    with ThreadPoolExecutor(1) as beside, out.open("wb") as fh, closing(_converted_parts(path, out)) as parts:
+        for part in parts:
             file_hash = file_hash or beside.submit(sha256_file, path)  # after the workers are forked
             ids += part.ids
             digests += part.digests
