@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -305,9 +306,6 @@ class Misbehaving:
             def handle_error(self, request, client_address):
                 # a client that hung up mid-request (what a deadline does) is kept here, not printed
                 # into the stderr a test reads for the run's tracebacks; any other error is printed
-                import sys
-                import traceback
-
                 if not isinstance(sys.exc_info()[1], ConnectionError):
                     return super().handle_error(request, client_address)
                 owner.hung_up.append(traceback.format_exc())

@@ -158,8 +158,11 @@ def _span_state(fd: int, base: Path) -> tuple[int, Path]:
     return fd, base
 
 
+_SPAN_FILE = "{}.span-{}"  # beside the output `base`: its name, then where the span starts
+
+
 def _span_file(base: Path, span: tuple[int, int]) -> Path:
-    return base.with_name(f"{base.name}.span-{span[0]}")
+    return base.with_name(_SPAN_FILE.format(base.name, span[0]))
 
 
 def _convert_span(state: tuple[int, Path], span: tuple[int, int]) -> _Converted | None:
@@ -212,7 +215,7 @@ def _converted_parts(path: Path, base: Path) -> Iterator[_Converted]:
 def _remove_spans(base: Path) -> None:
     """Every span file of `base` (`_span_file`). A killed import (SIGKILL) leaves them, as it
     leaves `base` itself: the next import by a process of the same pid removes them."""
-    for left in base.parent.glob(f"{glob.escape(base.name)}.span-*"):
+    for left in base.parent.glob(_SPAN_FILE.format(glob.escape(base.name), "*")):
         left.unlink(missing_ok=True)
 
 
