@@ -15,13 +15,15 @@ import json
 import os
 from abc import ABC, abstractmethod
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import httpx
 import numpy as np
 
 from cortex_exp.errors import ComponentError
 from cortex_exp.progress import bar
-from cortex_exp.retrievers.http_json import deadline_client, post_json
+
+if TYPE_CHECKING:  # httpx is imported by the first request (~0.3 s a run that sends none)
+    import httpx
 
 LOCAL_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -146,6 +148,8 @@ class EndpointEncoder(Encoder):
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
+        from cortex_exp.retrievers.http_json import deadline_client
+
         with deadline_client(self.timeout) as client:  # a deadline for each whole answer
             parts = [self._post(client, texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
         return l2_normalize(np.concatenate(parts))
@@ -154,6 +158,8 @@ class EndpointEncoder(Encoder):
         return ComponentError("dense", f"embedding endpoint {self.endpoint}: {message}")
 
     def _post(self, client: httpx.Client, batch: list[str]) -> np.ndarray:
+        from cortex_exp.retrievers.http_json import post_json
+
         reply = post_json(client, self.endpoint, {"input": batch, "model": self.model}, self._fail)
         return self._parse(reply.body, len(batch))
 

@@ -24,17 +24,21 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-import httpx
 import numpy as np
 
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.errors import ComponentError, InputError
 from cortex_exp.redact import scrub, secret
 from cortex_exp.retrievers.base import OPERATIONAL, Answer, Retriever, SystemIndex
-from cortex_exp.retrievers.http_json import Reply, deadline_client, gather, get_json, post_json
 from cortex_exp.retrievers.protocol import ProtocolError, assemble, parse_result
 from cortex_exp.settings import check, is_int, is_number
+
+if TYPE_CHECKING:  # httpx is imported by the first request (~0.3 s a run that sends none)
+    import httpx
+
+    from cortex_exp.retrievers.http_json import Reply
 
 
 def _is_url(value) -> bool:
@@ -91,6 +95,8 @@ class SearchService(Retriever):
 
     def client(self, concurrency: int = 1) -> httpx.Client:
         """Every request answered whole within `timeout_s` (a deadline, not a per-read timeout)."""
+        from cortex_exp.retrievers.http_json import deadline_client
+
         return deadline_client(self.timeout_s, concurrency)
 
     def fail(self, url: str):
@@ -105,6 +111,8 @@ class SearchService(Retriever):
         hashes), or None when it offers none."""
         if self.corpus_url is None:
             return None
+        from cortex_exp.retrievers.http_json import get_json
+
         fail = self.fail(self.corpus_url)
         with self.client() as client:
             body = get_json(client, self.corpus_url, fail, headers=self.headers())
@@ -153,6 +161,8 @@ class ServiceIndex(SystemIndex):
     def _send_all(self, batches: list[list[int]], ids, texts, k: int) -> list[Reply]:
         """Every batch, `concurrency` at a time; the first failure (or a signal) stops the rest
         from starting and returns at once, abandoning requests in flight to their deadlines."""
+        from cortex_exp.retrievers.http_json import gather, post_json
+
         spec, fail = self.spec, self.spec.fail(self.spec.url)
 
         def send(batch: list[int]):

@@ -13,13 +13,14 @@
 An approximate index knows it approximates: `exact(vectors, k)` answers the same queries
 exactly (IVF searching every cell, HNSW scanning its stored vectors), for the run to log how
 much of the exact top k the index found (`DenseIndex.recall_against_exact`).
+
+faiss is imported by the methods that use it: a run without a dense side never loads it (~0.2 s).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import faiss
 import numpy as np
 
 from cortex_exp.errors import InputError
@@ -47,6 +48,8 @@ class VectorIndex:
     """One faiss index of `dim`-dimensional unit vectors, filled by `add`; rows are document positions."""
 
     def __init__(self, spec: IndexSpec, dim: int, n_docs: int):
+        import faiss
+
         self.spec, self.dim = spec, dim
         if spec.kind == "ivf" and spec.nlist > n_docs:
             raise InputError(
@@ -87,6 +90,8 @@ class VectorIndex:
         )
 
     def add(self, vectors: np.ndarray) -> None:
+        import faiss
+
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if self.spec.kind != "hnsw":
             self.faiss.add(vectors)
@@ -113,6 +118,8 @@ class VectorIndex:
 
     def exact(self, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(scores, rows) of the exact top k: what `flat` would answer."""
+        import faiss
+
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if self.spec.kind == "ivf":
             return self.faiss.search(vectors, k, params=faiss.SearchParametersIVF(nprobe=self.spec.nlist))
@@ -122,10 +129,14 @@ class VectorIndex:
 
     def stored(self) -> np.ndarray:
         """The vectors a flat index holds, as a numpy view of faiss's own memory (no copy)."""
+        import faiss
+
         return faiss.rev_swig_ptr(self.faiss.get_xb(), len(self) * self.dim).reshape(len(self), self.dim)
 
     def vectors_of(self, rows: list[int]) -> np.ndarray:
         """The stored vectors of these documents."""
+        import faiss
+
         if self.spec.kind == "flat":
             return self.stored()[rows]
         if self.spec.kind == "hnsw":
