@@ -3,10 +3,14 @@ ranks exactly as bm25s indexing the same tokens does (the way bm25_v2 indexed be
 
 from __future__ import annotations
 
+from array import array
+
 import bm25s
 import numpy as np
 import pytest
 from conftest import TINY_DOCS
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cortex_exp.data.corpus import Corpus, Document
 from cortex_exp.retrievers import bm25_v2
@@ -121,6 +125,73 @@ def test_piece_terms_give_the_identifier_aware_terms_of_any_text(text):
     ids = PieceTerms(vocab).ids(text)
     names = {i: t for t, i in vocab.items()}
     assert [names[i] for i in ids] == identifier_aware(text)
+
+
+# --- a chunk's pieces cut and found with numpy (`PieceTerms.codes_of`) -------------------------
+
+PIECE_TEXT = st.lists(
+    st.one_of(
+        st.sampled_from(["a", "bb", "ab", "x" * 7, "y" * 8, "z" * 9, "w" * 16, "v" * 17, "é", "getUserById", "E_504"]),
+        st.sampled_from([" ", "  ", "\t", "\n", "\x0b", "\x0c", "\r", "\x1c", "\x1f", "\u2003", "\xa0", "\x85"]),
+        st.text(st.characters(codec="utf-8"), max_size=20),
+        st.sampled_from(["\x00", "\ud800"]),  # a NUL or a lone surrogate: the group goes piece by piece
+    ),
+    max_size=30,
+).map("".join)
+
+
+def one_by_one(terms: PieceTerms, texts: list[str]) -> tuple[list[int], list[int]]:
+    out = array("i")
+    counts = [terms.codes(text, out) for text in texts]
+    return list(out), counts
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(PIECE_TEXT, max_size=12), min_size=1, max_size=4), st.sampled_from([1, 3, 1 << 20]))
+def test_the_codes_of_a_chunk_are_those_of_its_texts_one_by_one_in_the_same_order(chunks, batch):
+    """Any text, in chunks after chunks: the same codes and counts, the same new pieces in the same
+    order (so the same vocabulary), whatever the table's batch and a group's size (small ones
+    make the table grow and the groups mix the fast and the piece-by-piece path)."""
+    from cortex_exp.retrievers import tokenize
+
+    slow, fast = PieceTerms({}), PieceTerms({})
+    fast._short = tokenize._ShortPieces(4)
+    fast._short.BATCH = batch
+    group = tokenize.GROUP
+    tokenize.GROUP = 1 + batch * 7
+    try:
+        for texts in chunks:
+            codes, counts = fast.codes_of(texts)
+            assert (codes.tolist(), counts.tolist()) == one_by_one(slow, texts)
+            assert codes.dtype == np.int32 and counts.dtype == np.int64
+    finally:
+        tokenize.GROUP = group
+    assert list(fast.vocab.items()) == list(slow.vocab.items()) and list(fast.items()) == list(slow.items())
+
+
+def test_the_white_space_the_bytes_are_cut_at_is_str_split_s():
+    from cortex_exp.retrievers import tokenize
+
+    white = [chr(c) for c in range(0x110000) if chr(c).isspace()]
+    assert [c for c in white if c.isascii()] == list(tokenize._ASCII_WHITE.decode())
+    assert [c for c in white if not c.isascii()] == [c for c in white if tokenize._OTHER_WHITE.match(c)]
+    assert not any(tokenize._OTHER_WHITE.match(chr(c)) for c in range(0x110000) if not chr(c).isspace())
+    assert all(f"a{c}b".split() == ["a", "b"] for c in white)
+
+
+def test_a_short_piece_is_found_by_its_own_bytes_only():
+    """Pieces of 1 to 16 bytes that differ in one byte, or only in length, are told apart; the
+    table holds each once and grows as it fills."""
+    from cortex_exp.retrievers import tokenize
+
+    pieces = [w for n in range(1, 17) for w in ("q" * n, "q" * (n - 1) + "r", "r" + "q" * (n - 1))]
+    text = " ".join(pieces)
+    fast, slow = PieceTerms({}), PieceTerms({})
+    fast._short = tokenize._ShortPieces(4)
+    codes, _ = fast.codes_of([text, text])
+    assert codes.tolist() == one_by_one(slow, [text, text])[0]
+    assert len(set(codes.tolist())) == len(set(pieces)) and fast._short.held == len(set(pieces))
+    assert fast._short.size >= 2 * fast._short.held
 
 
 @pytest.mark.parametrize("chunk", [5, 64])

@@ -7,7 +7,6 @@ bm25s's BM25 variant: `lucene` (the default, Lucene's idf), `robertson` or `atir
 from __future__ import annotations
 
 import os
-from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -129,15 +128,13 @@ def _tokenized(state: _Tokenizer, span: tuple[int, int]) -> tuple[int, list[str]
 
 def _chunk_terms(pieces: PieceTerms, chunk: list, title_weight: int) -> tuple[np.ndarray, np.ndarray]:
     """(document of each token, term id of each token) of a chunk: titles `title_weight` times."""
-    codes = {"title": array("i"), "text": array("i")}
-    per_doc = {"title": array("i"), "text": array("i")}
-    for d in chunk:  # titles first: the vocabulary grows in the order identifier_aware gives terms
-        per_doc["title"].append(pieces.codes(d.title, codes["title"]))
-        per_doc["text"].append(pieces.codes(d.text, codes["text"]))
+    # each title before its text: the vocabulary grows in the order identifier_aware gives terms
+    codes, counts = pieces.codes_of([field for d in chunk for field in (d.title, d.text)])
+    of_text = np.repeat(np.tile(np.array([False, True]), len(chunk)), counts)
     docs, terms = [], []
-    for field, weight in (("title", title_weight), ("text", 1)):
-        ids, piece = pieces.terms(np.frombuffer(codes[field], dtype=np.int32))
-        doc = np.repeat(np.arange(len(chunk)), np.frombuffer(per_doc[field], dtype=np.int32))[piece]
+    for text, weight in ((False, title_weight), (True, 1)):
+        ids, piece = pieces.terms(codes[of_text == text])
+        doc = np.repeat(np.arange(len(chunk)), counts[int(text) :: 2])[piece]
         docs += [doc] * weight
         terms += [ids] * weight
     return np.concatenate(docs), np.concatenate(terms)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from array import array
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -22,7 +23,11 @@ STOPWORDS = frozenset(STOPWORDS_EN)
 _IDENT = re.compile(r"[A-Za-z0-9_]+(?:[./:\-][A-Za-z0-9_]+)*")
 _SEPARATORS = re.compile(r"[./:\-_]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_stemmer = Stemmer.Stemmer("english")
+# PyStemmer's own cache (10,000 words by default) off: each distinct piece is stemmed once per
+# worker (`PieceTerms`) and an identifier's parts go through `_stem`'s cache, so its cache only
+# churned — 197,634 distinct words of a 100k synthetic corpus: 3.45 us a word with it, 0.85
+# without; the 100k index's workers 12.8-14.4 -> 10.3-12.3 CPU-s (docs/measured.md)
+_stemmer = Stemmer.Stemmer("english", 0)
 
 
 def whitespace(text: str) -> list[str]:
@@ -71,6 +76,20 @@ def piece_terms(piece: str) -> list[str]:
     return identifier_aware(piece)
 
 
+# str.split()'s white space: these ASCII bytes, and the other code points below (never found in
+# a UTF-8 byte of an ASCII character); tests/test_bm25_matrix.py checks both against every code point
+_ASCII_WHITE = b"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f "
+_OTHER_WHITE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+_SPLITS = bytes(b in _ASCII_WHITE or b == 0 for b in range(256))  # bytes.translate: 1 where a piece ends
+_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
+SHORT = 16  # bytes: a piece up to this long is its own key, two 64-bit words (`PieceTerms.codes_of`)
+GROUP = 1 << 20  # characters of texts cut into pieces at a time
+
+
+class _Unkeyed(Exception):
+    """Texts `PieceTerms.codes_of` leaves to the piece-by-piece path."""
+
+
 class PieceTerms(dict):
     """White-space piece -> a code; each distinct piece's terms worked out once
     (`identifier_aware`) and kept as vocabulary ids in a table, code -> ids. A word or identifier
@@ -83,6 +102,7 @@ class PieceTerms(dict):
         super().__init__()
         self.vocab = vocab
         self._counts, self._ids = array("i"), array("i")  # per code: how many terms; all ids, code by code
+        self._short = _ShortPieces()  # the short pieces `codes_of` has met, by their bytes
 
     def __missing__(self, piece: str) -> int:
         vocab, code = self.vocab, len(self)
@@ -98,6 +118,65 @@ class PieceTerms(dict):
         out.extend(map(self.__getitem__, text.split()))
         return len(out) - before
 
+    def codes_of(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(the codes of the pieces of every text, one after the other; how many each text has):
+        what `codes` gives text after text, new pieces coded in the same order, but without a
+        Python string a piece (`_codes_by_bytes`), about a megabyte of texts at a time. A group
+        holding a NUL, white space beyond ASCII or a lone surrogate takes `codes`."""
+        ends = np.cumsum([len(text) for text in texts], dtype=np.int64)
+        past = np.searchsorted(ends, np.arange(GROUP, ends[-1] if len(ends) else 0, GROUP)) + 1
+        cuts = np.unique(np.concatenate([[0], np.minimum(past, len(texts)), [len(texts)]])).tolist()
+        codes, counts = [], []
+        for a, b in zip(cuts, cuts[1:]):
+            group = texts[a:b]
+            try:
+                group_codes, group_counts = self._codes_by_bytes(group)
+            except _Unkeyed:
+                out = array("i")
+                group_counts = np.array([self.codes(text, out) for text in group], dtype=np.int64)
+                group_codes = np.frombuffer(out, dtype=np.int32)
+            codes.append(group_codes)
+            counts.append(group_counts)
+        empty = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64))
+        return tuple(np.concatenate(parts) if parts else e for parts, e in zip((codes, counts), empty))
+
+    def _codes_by_bytes(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        joined = "\0".join(texts)  # NUL ends a text: it is no white space, so no text may hold one
+        if joined.count("\0") != len(texts) - 1 or not joined.isascii() and _OTHER_WHITE.search(joined):
+            raise _Unkeyed
+        try:
+            raw = joined.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate
+            raise _Unkeyed from None
+        ends_here = np.frombuffer(raw.translate(_SPLITS), dtype=np.int8)
+        edges = np.flatnonzero(np.diff(ends_here, prepend=np.int8(1), append=np.int8(1)))
+        starts, ends = edges[0::2], edges[1::2]  # pieces: from a split byte's next to the next split
+        lengths = ends - starts
+        nuls = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == 0)
+        counts = np.diff(np.searchsorted(starts, nuls), prepend=0, append=len(starts))
+
+        words = np.ndarray((len(raw) + 8,), dtype="<u8", buffer=raw + bytes(SHORT), strides=(1,))
+        short = np.flatnonzero(lengths <= SHORT)  # word i: the 8 bytes from byte i, those past a piece masked
+        at, length = starts[short], lengths[short]
+        low = words[at] & _LOW_BYTES[np.minimum(length, 8)]
+        high = words[at + 8] & _LOW_BYTES[np.clip(length - 8, 0, 8)]
+        found, fresh = self._short.find(low, high)
+
+        long = np.flatnonzero(lengths > SHORT)
+        places = np.concatenate([short[fresh], long])  # where each new short piece first is; every long one
+        spelled = [raw[a:b].decode("utf-8") for a, b in zip(starts[places].tolist(), ends[places].tolist())]
+        order = np.argsort(places, kind="stable")
+        looked = np.empty(len(places), dtype=np.int32)
+        looked[order] = [self[spelled[i]] for i in order.tolist()]  # new pieces coded in order of place
+        new = looked[: len(fresh)]
+        self._short.settle(new)
+        codes = np.empty(len(starts), dtype=np.int32)
+        codes[short] = found
+        waiting = np.flatnonzero(found < 0)
+        codes[short[waiting]] = new[-found[waiting] - 2]
+        codes[long] = looked[len(fresh) :]
+        return codes, counts
+
     def terms(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(term ids, position in `codes` of the piece each came from) of these codes, in order."""
         counts = np.array(self._counts, dtype=np.int64)
@@ -112,3 +191,79 @@ class PieceTerms(dict):
         codes = array("i")
         self.codes(text, codes)
         return self.terms(np.frombuffer(codes, dtype=np.int32))[0].tolist()
+
+
+class _ShortPieces:
+    """Short pieces' codes by their two words: a hash table of open addressing (linear probing)
+    in numpy arrays, looked up a batch of pieces at a time. Words are compared whole, so a piece
+    is found only by its own bytes; a new piece holds the place `-(2 + k)` until `settle` gives
+    the k-th new one its code."""
+
+    BATCH = 1 << 17
+    FREE = -1
+
+    def __init__(self, size: int = 1 << 16):
+        self.size, self.held = size, 0
+        self.low, self.high = np.zeros(size, dtype=np.uint64), np.zeros(size, dtype=np.uint64)
+        self.code = np.full(size, self.FREE, dtype=np.int32)
+        self._first = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)  # scratch of `_place`
+
+    def find(self, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(each piece's code, or its new piece's place; the index of each new piece's first
+        occurrence, in order), the new pieces entered."""
+        codes, fresh = np.empty(len(low), dtype=np.int32), []
+        pending = int(np.count_nonzero(self.code <= -2))
+        for start in range(0, len(low), self.BATCH):
+            part = slice(start, start + self.BATCH)
+            while 2 * (self.held + len(low[part])) > self.size:
+                self._grow()
+            slots, claimed = self._place(low[part], high[part])
+            self.code[slots[claimed]] = -2 - (pending + np.arange(len(claimed)))
+            pending += len(claimed)
+            self.held += len(claimed)
+            codes[part] = self.code[slots]
+            fresh.append(start + claimed)
+        return codes, np.concatenate(fresh) if fresh else np.zeros(0, dtype=np.int64)
+
+    def settle(self, new: np.ndarray) -> None:
+        """The new pieces' codes, in the order `find` numbered them."""
+        waiting = np.flatnonzero(self.code <= -2)
+        self.code[waiting] = new[-self.code[waiting] - 2]
+
+    def _home(self, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+        mixed = (low ^ (high * np.uint64(0x9E3779B97F4A7C15))) * np.uint64(0xBF58476D1CE4E5B9)
+        return (mixed >> np.uint64(65 - self.size.bit_length())).astype(np.int64)
+
+    def _place(self, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the slot of every piece; the indexes of the pieces that took a free one, in order):
+        a piece's first occurrence takes the first free slot from its home, the others find it."""
+        slot, todo = self._home(low, high), np.arange(len(low))
+        slots, claimed = np.empty(len(low), dtype=np.int64), []
+        while len(todo):
+            held = self.code[slot] != self.FREE
+            same = held & (self.low[slot] == low[todo]) & (self.high[slot] == high[todo])
+            slots[todo[same]] = slot[same]
+            free = np.flatnonzero(~held)
+            if len(free):  # of the pieces at one free slot the earliest takes it; the others look again
+                at, who = slot[free], todo[free]
+                np.minimum.at(self._first, at, who)
+                won = self._first[at] == who
+                self._first[at] = np.iinfo(np.int64).max
+                taken, by = at[won], who[won]
+                self.low[taken], self.high[taken], self.code[taken] = low[by], high[by], -2
+                slots[by] = taken
+                claimed.append(by)
+                held[free[won]] = True
+                same[free[won]] = True
+            # a slot another piece holds: look at the next; one another took just now: again
+            slot = np.where(held & ~same, (slot + 1) & (self.size - 1), slot)[~same]
+            todo = todo[~same]
+        return slots, np.sort(np.concatenate(claimed)) if claimed else np.zeros(0, dtype=np.int64)
+
+    def _grow(self) -> None:
+        held = np.flatnonzero(self.code != self.FREE)
+        low, high, code = self.low[held], self.high[held], self.code[held]
+        self.__init__(2 * self.size)
+        slots, _ = self._place(low, high)
+        self.code[slots] = code
+        self.held = len(held)
