@@ -8,16 +8,7 @@ for it; its functions are not re-exported here, since `cortex_exp.run` and `cort
 name subpackages (see `cortex_exp.api`).
 """
 
-import atexit
-import gc
-
 __version__ = "0.1.0"
-
-# At the interpreter's exit the objects left are frozen out of the cyclic collector, so that its
-# teardown frees them by reference counts alone: clearing the modules, it collected the whole
-# heap again and again — 2.8 s after a 100k core run (331,039 objects tracked), 0.15 s frozen
-# (docs/measured.md). atexit runs it after the handlers registered later (MLflow's among them).
-atexit.register(gc.freeze)
 
 
 def __getattr__(name: str):

@@ -129,15 +129,28 @@ def test_piece_terms_give_the_identifier_aware_terms_of_any_text(text):
 
 # --- a chunk's pieces cut and found with numpy (`PieceTerms.codes_of`) -------------------------
 
-PIECE_TEXT = st.lists(
-    st.one_of(
+
+def piece_text(odd: bool):
+    """Texts of repeated short pieces, long ones, every white space and any UTF-8 text; `odd`
+    adds a NUL or a lone surrogate, which send their group piece by piece."""
+    parts = [
         st.sampled_from(["a", "bb", "ab", "x" * 7, "y" * 8, "z" * 9, "w" * 16, "v" * 17, "é", "getUserById", "E_504"]),
         st.sampled_from([" ", "  ", "\t", "\n", "\x0b", "\x0c", "\r", "\x1c", "\x1f", "\u2003", "\xa0", "\x85"]),
-        st.text(st.characters(codec="utf-8"), max_size=20),
-        st.sampled_from(["\x00", "\ud800"]),  # a NUL or a lone surrogate: the group goes piece by piece
-    ),
-    max_size=30,
-).map("".join)
+        st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=20),
+    ]
+    odd_ones = [st.sampled_from(["\x00", "\ud800"])] if odd else []
+    return st.lists(st.one_of(*parts, *odd_ones), max_size=30).map("".join)
+
+
+class CountedPieceTerms(PieceTerms):
+    """`PieceTerms` counting the groups the numpy path coded."""
+
+    fast = 0
+
+    def _codes_by_bytes(self, texts):
+        coded = super()._codes_by_bytes(texts)
+        self.fast += 1
+        return coded
 
 
 def one_by_one(terms: PieceTerms, texts: list[str]) -> tuple[list[int], list[int]]:
@@ -146,27 +159,69 @@ def one_by_one(terms: PieceTerms, texts: list[str]) -> tuple[list[int], list[int
     return list(out), counts
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.lists(PIECE_TEXT, max_size=12), min_size=1, max_size=4), st.sampled_from([1, 3, 1 << 20]))
-def test_the_codes_of_a_chunk_are_those_of_its_texts_one_by_one_in_the_same_order(chunks, batch):
-    """Any text, in chunks after chunks: the same codes and counts, the same new pieces in the same
-    order (so the same vocabulary), whatever the table's batch and a group's size (small ones
-    make the table grow and the groups mix the fast and the piece-by-piece path)."""
+def coded_as_one_by_one(chunks: list[list[str]], batch: int, group: int) -> CountedPieceTerms:
     from cortex_exp.retrievers import tokenize
 
-    slow, fast = PieceTerms({}), PieceTerms({})
+    slow, fast = PieceTerms({}), CountedPieceTerms({})
     fast._short = tokenize._ShortPieces(4)
     fast._short.BATCH = batch
-    group = tokenize.GROUP
-    tokenize.GROUP = 1 + batch * 7
+    before, tokenize.GROUP = tokenize.GROUP, group
     try:
         for texts in chunks:
             codes, counts = fast.codes_of(texts)
             assert (codes.tolist(), counts.tolist()) == one_by_one(slow, texts)
             assert codes.dtype == np.int32 and counts.dtype == np.int64
     finally:
-        tokenize.GROUP = group
+        tokenize.GROUP = before
     assert list(fast.vocab.items()) == list(slow.vocab.items()) and list(fast.items()) == list(slow.items())
+    return fast
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(piece_text(odd=False), max_size=12), min_size=1, max_size=4), st.sampled_from([1, 3, 1 << 20]))
+def test_the_codes_of_a_chunk_are_those_of_its_texts_one_by_one_in_the_same_order(chunks, batch):
+    """Any text without a NUL or a lone surrogate, chunk after chunk, on the numpy path (checked):
+    the same codes and counts, the same new pieces in the same order (so the same vocabulary),
+    whatever the table's batch (small ones make it grow)."""
+    fast = coded_as_one_by_one(chunks, batch, 1 << 20)
+    assert fast.fast == sum(1 for texts in chunks if texts)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(piece_text(odd=True), max_size=12), min_size=1, max_size=4), st.sampled_from([1, 3]))
+def test_groups_of_a_few_characters_mix_both_paths_and_code_alike(chunks, batch):
+    coded_as_one_by_one(chunks, batch, 1 + batch * 7)
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [[["x y x", "y z x"]], [["b a b a", "c"], ["a c d d"]], [["q" * 20 + " a " + "q" * 20 + " b a"]]],
+)
+def test_a_new_piece_is_coded_at_its_first_place(chunks):
+    """A piece met again later in the same batch takes the code of its first place, short or long."""
+    for batch in (1, 2, 1 << 17):
+        assert coded_as_one_by_one(chunks, batch, 1 << 20).fast == len(chunks)
+
+
+def test_a_failure_while_coding_new_pieces_leaves_the_table_as_it_was(monkeypatch):
+    from cortex_exp.retrievers import tokenize
+
+    terms = PieceTerms({})
+    terms.codes_of(["known words here"])
+    real = tokenize.piece_terms
+
+    def failing(piece):
+        if piece == "boom":
+            raise RuntimeError("a new piece's terms failed")
+        return real(piece)
+
+    monkeypatch.setattr(tokenize, "piece_terms", failing)
+    with pytest.raises(RuntimeError):
+        terms.codes_of(["new words", "boom here"])
+    assert not np.any(terms._short.code <= -2) and terms._short.held == 3
+    monkeypatch.setattr(tokenize, "piece_terms", real)
+    text = "new words boom here known"
+    assert terms.codes_of([text])[0].tolist() == [terms[p] for p in text.split()]
 
 
 def test_the_white_space_the_bytes_are_cut_at_is_str_split_s():

@@ -216,9 +216,8 @@ def main(argv: list[str] | None = None) -> int:
 def entry() -> int:
     """`python -m cortex_exp.compare` (and the place for a console script): `main` tuned for a
     short-lived process. Fewer garbage collections while MLflow's ~2,000 modules import, and
-    none at exit (`gc.freeze`): together about a second of a ~3 s command (bench/compare_speed.py)."""
+    none at exit (every command's, `errors.run_cli`): together about a second of a ~3 s command
+    (bench/compare_speed.py)."""
     gc.set_threshold(100_000, 50, 100)
     interrupts.install()
-    code = main()
-    gc.freeze()
-    return code
+    return main()

@@ -203,6 +203,8 @@ class DenseIndex(Index):
     """Document vectors in a faiss index (`VectorIndex`); `embedder.encoded` counts fresh encodings."""
 
     def __init__(self, corpus: Corpus, embedder: CachedEncoder, spec: IndexSpec, deadline_s: float | None = None):
+        import faiss  # noqa: F401 -- before the encoder loads torch: faiss first, as when it was imported up front
+
         self.ids = corpus.ids
         self.docs = corpus.docs
         self.embedder = embedder

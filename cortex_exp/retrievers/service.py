@@ -129,6 +129,8 @@ class ServiceIndex(SystemIndex):
     """The search service, asked over HTTP; holds the auth header (never printed)."""
 
     def __init__(self, spec: SearchService, headers: dict[str, str]):
+        from cortex_exp.retrievers import http_json  # noqa: F401 -- httpx's import outside the first answer's time
+
         self.spec = spec
         self._headers = headers
 

@@ -76,14 +76,15 @@ def piece_terms(piece: str) -> list[str]:
     return identifier_aware(piece)
 
 
-# str.split()'s white space: these ASCII bytes, and the other code points below (never found in
-# a UTF-8 byte of an ASCII character); tests/test_bm25_matrix.py checks both against every code point
+# str.split()'s white space: these ASCII characters, and the code points of _OTHER_WHITE, none of
+# them ASCII (so the UTF-8 bytes of any other character are never taken for white space);
+# tests/test_bm25_matrix.py checks both against every code point
 _ASCII_WHITE = b"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f "
 _OTHER_WHITE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
-_SPLITS = bytes(b in _ASCII_WHITE or b == 0 for b in range(256))  # bytes.translate: 1 where a piece ends
+_SPLITS = bytes(b in _ASCII_WHITE or b == 0 for b in range(256))  # bytes.translate: 1 at a byte between pieces
 _LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
 SHORT = 16  # bytes: a piece up to this long is its own key, two 64-bit words (`PieceTerms.codes_of`)
-GROUP = 1 << 20  # characters of texts cut into pieces at a time
+GROUP = 1 << 20  # characters of texts cut into pieces at a time (a longer text is a group of its own)
 
 
 class _Unkeyed(Exception):
@@ -121,8 +122,8 @@ class PieceTerms(dict):
     def codes_of(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(the codes of the pieces of every text, one after the other; how many each text has):
         what `codes` gives text after text, new pieces coded in the same order, but without a
-        Python string a piece (`_codes_by_bytes`), about a megabyte of texts at a time. A group
-        holding a NUL, white space beyond ASCII or a lone surrogate takes `codes`."""
+        Python string a piece (`_codes_by_bytes`), about `GROUP` characters of texts at a time. A
+        group holding a NUL or a lone surrogate takes `codes`."""
         ends = np.cumsum([len(text) for text in texts], dtype=np.int64)
         past = np.searchsorted(ends, np.arange(GROUP, ends[-1] if len(ends) else 0, GROUP)) + 1
         cuts = np.unique(np.concatenate([[0], np.minimum(past, len(texts)), [len(texts)]])).tolist()
@@ -142,8 +143,10 @@ class PieceTerms(dict):
 
     def _codes_by_bytes(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         joined = "\0".join(texts)  # NUL ends a text: it is no white space, so no text may hold one
-        if joined.count("\0") != len(texts) - 1 or not joined.isascii() and _OTHER_WHITE.search(joined):
+        if joined.count("\0") != len(texts) - 1:
             raise _Unkeyed
+        if not joined.isascii():  # white space beyond ASCII (U+00A0, ...) separates as a space does
+            joined = _OTHER_WHITE.sub(" ", joined)
         try:
             raw = joined.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate
@@ -161,7 +164,15 @@ class PieceTerms(dict):
         low = words[at] & _LOW_BYTES[np.minimum(length, 8)]
         high = words[at + 8] & _LOW_BYTES[np.clip(length - 8, 0, 8)]
         found, fresh = self._short.find(low, high)
+        try:
+            return self._coded(raw, starts, ends, lengths, short, found, fresh), counts
+        except BaseException:  # a new piece's terms failed (or a signal): the table forgets them
+            self._short.forget_new()
+            raise
 
+    def _coded(self, raw, starts, ends, lengths, short, found, fresh) -> np.ndarray:
+        """Every piece's code: the new ones (`fresh`, and long pieces) coded by the dict in order
+        of first place, the table told their codes (`settle`)."""
         long = np.flatnonzero(lengths > SHORT)
         places = np.concatenate([short[fresh], long])  # where each new short piece first is; every long one
         spelled = [raw[a:b].decode("utf-8") for a, b in zip(starts[places].tolist(), ends[places].tolist())]
@@ -175,7 +186,7 @@ class PieceTerms(dict):
         waiting = np.flatnonzero(found < 0)
         codes[short[waiting]] = new[-found[waiting] - 2]
         codes[long] = looked[len(fresh) :]
-        return codes, counts
+        return codes
 
     def terms(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(term ids, position in `codes` of the piece each came from) of these codes, in order."""
@@ -211,8 +222,7 @@ class _ShortPieces:
     def find(self, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(each piece's code, or its new piece's place; the index of each new piece's first
         occurrence, in order), the new pieces entered."""
-        codes, fresh = np.empty(len(low), dtype=np.int32), []
-        pending = int(np.count_nonzero(self.code <= -2))
+        codes, fresh, pending = np.empty(len(low), dtype=np.int32), [], 0
         for start in range(0, len(low), self.BATCH):
             part = slice(start, start + self.BATCH)
             while 2 * (self.held + len(low[part])) > self.size:
@@ -229,6 +239,10 @@ class _ShortPieces:
         """The new pieces' codes, in the order `find` numbered them."""
         waiting = np.flatnonzero(self.code <= -2)
         self.code[waiting] = new[-self.code[waiting] - 2]
+
+    def forget_new(self) -> None:
+        """Drop the new pieces `find` entered and no `settle` followed: the table as it was."""
+        self._rebuild(self.size, self.code >= 0)
 
     def _home(self, low: np.ndarray, high: np.ndarray) -> np.ndarray:
         mixed = (low ^ (high * np.uint64(0x9E3779B97F4A7C15))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -261,9 +275,13 @@ class _ShortPieces:
         return slots, np.sort(np.concatenate(claimed)) if claimed else np.zeros(0, dtype=np.int64)
 
     def _grow(self) -> None:
-        held = np.flatnonzero(self.code != self.FREE)
+        self._rebuild(2 * self.size, self.code != self.FREE)
+
+    def _rebuild(self, size: int, keep: np.ndarray) -> None:
+        """A table of `size` slots holding the entries `keep` marks, codes and places as they were."""
+        held = np.flatnonzero(keep)
         low, high, code = self.low[held], self.high[held], self.code[held]
-        self.__init__(2 * self.size)
+        self.__init__(size)
         slots, _ = self._place(low, high)
         self.code[slots] = code
         self.held = len(held)
