@@ -6,6 +6,12 @@ them with the settings and decides: refuse (exit code, message), record as degra
 `degraded`, the `refused` tag, `decides` and compare's warnings are derived from findings —
 never from a message's wording.
 
+A check builds its findings with `refusal`, `component_down` and `warning`: the override
+setting, the tag, the sentence saying how to measure anyway and the line printed when a
+refusal is let through are written here, once; the check says what it found, and the stage
+it is judged at adds its closing sentence (`No MLflow run was created.`, `The MLflow run ends
+FAILED (tag refused).`).
+
 Imports nothing of ours: every layer may return findings.
 """
 
@@ -15,6 +21,24 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
+
+ALLOW_DEGRADED = "gates.allow_degraded"  # lets a component down, silent or a corpus mismatch through
+ALLOW_STALE = "gates.allow_stale"  # lets a stale golden set through
+
+
+def measure_anyway(override: str) -> str:
+    """How to let a refusal through: `To measure anyway pass gates.allow_degraded=true`."""
+    return f"To measure anyway pass {override}=true"
+
+
+OVERRIDE = measure_anyway(ALLOW_DEGRADED) + "."  # what a refusal's message ends with
+ANYWAY = f"  [measuring anyway: {ALLOW_DEGRADED}=true]"  # what a let-through line ends with
+
+
+def pct(share: float) -> str:
+    """A share as a finding writes it: 0.06 -> '6', 0.0504 -> '5.04' (at most two decimals, no
+    trailing zeros)."""
+    return f"{share * 100:.2f}".rstrip("0").rstrip(".")
 
 
 class Action(StrEnum):
@@ -116,3 +140,76 @@ def noted(findings: Iterable[Finding]) -> list[str]:
 def tags_of(findings: Iterable[Finding]) -> dict[str, str]:
     """The tags the findings set, later findings winning."""
     return {k: v for f in findings for k, v in f.tags.items()}
+
+
+def refusal(
+    check: str,
+    headline: str,
+    closing: str = "",
+    *,
+    reason: str,
+    override: str = ALLOW_DEGRADED,
+    let_through: str | None = None,
+    **more: Any,
+) -> Finding:
+    """A refusal that `override` may let through as a degradation.
+
+    Its message is `headline`, then on a line of its own the stage's `closing` sentence and how
+    to measure anyway (none when `closing` is empty: the headline says it all); let through, it
+    prints `let_through`, by default the headline marked as measured anyway (`ANYWAY`). `more`:
+    any other field of `Finding` (`component`, `tag`, `evidence`, `deferred`, `noted`, `tags`)."""
+    message = f"{headline}\n{closing} {measure_anyway(override)}." if closing else headline
+    if let_through is None:
+        let_through = headline + ANYWAY
+    return Finding(check, message, Action.REFUSE, override=override, reason=reason, let_through=let_through, **more)
+
+
+def component_down(
+    check: str,
+    component: str,
+    what: str,
+    closing: str,
+    *,
+    example: str = "",
+    reason: str | None = None,
+    let_through: str | None = None,
+    evidence: Mapping[str, Any] | None = None,
+) -> Finding:
+    """`COMPONENT DOWN: <component>: <what>` (docs/interface.md §5): a refusal tagged
+    `component_down`, let through by `gates.allow_degraded` as `component <component> down`.
+    `example` follows `what` in the refusal only (the first error a side reported); the
+    let-through line is the headline without it."""
+    headline = f"COMPONENT DOWN: {component}: {what}"
+    return refusal(
+        check,
+        headline + example,
+        closing,
+        component=component,
+        reason=reason or f"component {component} down",
+        tag="component_down",
+        let_through=headline + ANYWAY if let_through is None else let_through,
+        evidence=evidence or {},
+    )
+
+
+def warning(
+    check: str,
+    message: str,
+    *,
+    component: str | None = None,
+    blocks_decision: bool = False,
+    evidence: Mapping[str, Any] | None = None,
+    tags: Mapping[str, str] | None = None,
+) -> Finding:
+    """A warning: printed, listed among the run's warnings (`warnings.txt`), and, unless
+    `blocks_decision`, no obstacle to a decision."""
+    return Finding(
+        check,
+        message,
+        Action.WARN,
+        component=component,
+        blocks_decision=blocks_decision,
+        noted=True,
+        evidence=evidence or {},
+        tags=tags or {},
+    )

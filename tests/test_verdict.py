@@ -7,8 +7,8 @@ import pickle
 
 import pytest
 
-from cortex_exp.findings import Action, Finding, decides, degraded_reasons, noted, refusals, tags_of
-from cortex_exp.run.verdict import ANYWAY, Refusal, allowed, apply, refuse_deferred
+from cortex_exp.findings import ANYWAY, Action, Finding, decides, degraded_reasons, noted, refusals, tags_of
+from cortex_exp.run.verdict import Refusal, allowed, apply, refuse_deferred
 from cortex_exp.settings import GateSettings
 
 DOWN = Finding(

@@ -16,10 +16,8 @@ from dataclasses import dataclass
 
 from cortex_exp.data.corpus import Corpus, diff_hashes, fingerprint_of, record_json
 from cortex_exp.errors import ComponentError
-from cortex_exp.findings import Action, Finding
+from cortex_exp.findings import Finding, component_down, pct, refusal, warning
 from cortex_exp.retrievers.base import Ranking
-from cortex_exp.run.gates import pct
-from cortex_exp.run.verdict import ALLOW_DEGRADED, ANYWAY, OVERRIDE
 from cortex_exp.settings import GateSettings, RunSettings
 
 
@@ -75,16 +73,12 @@ def corpus_in_use(settings: RunSettings, corpus: Corpus) -> tuple[Corpus | Listi
 
 
 def _listing_down(name: str, exc: ComponentError) -> Finding:
-    message = f"COMPONENT DOWN: {name}: its corpus listing failed: {exc}"
-    return Finding(
+    return component_down(
         "corpus_listing",
-        f"{message}\nNo MLflow run was created. {OVERRIDE}",
-        Action.REFUSE,
-        component=name,
-        override=ALLOW_DEGRADED,
+        name,
+        f"its corpus listing failed: {exc}",
+        "No MLflow run was created.",
         reason=f"component {name} corpus listing down",
-        tag="component_down",
-        let_through=message + ANYWAY,
     )
 
 
@@ -97,7 +91,7 @@ def _differs(listing: Listing, corpus: Corpus) -> list[Finding]:
         f"data.corpus {corpus.path} ({len(listing)} listed, {len(corpus)} in the file); the run records the "
         "listing's fingerprint, and documents the file lacks count against CORPUS MISMATCH"
     )
-    return [Finding("corpus_listing", message, Action.WARN, blocks_decision=False, noted=True)]
+    return [warning("corpus_listing", message)]
 
 
 @dataclass(frozen=True)
@@ -134,13 +128,11 @@ def mismatch_findings(found: Unknown, corpus: Corpus, settings: GateSettings) ->
         "is judged on: point data.corpus at the corpus it indexes, or reindex it."
     )
     return [
-        Finding(
+        refusal(
             "corpus_mismatch",
-            f"{message}\nThe MLflow run ends FAILED (tag refused=corpus_mismatch). {OVERRIDE}",
-            Action.REFUSE,
-            override=ALLOW_DEGRADED,
+            message,
+            "The MLflow run ends FAILED (tag refused=corpus_mismatch).",
             reason="corpus mismatch",
-            let_through=message + ANYWAY,
             evidence={"unknown": found.unknown, "results": found.results, "distinct": len(found.distinct)},
         )
     ]

@@ -18,18 +18,13 @@ from pathlib import Path
 
 from cortex_exp.data.corpus import Corpus, CorpusDiff, diff_hashes, fingerprint_of
 from cortex_exp.errors import InputError
-from cortex_exp.findings import Action, Finding
+from cortex_exp.findings import ALLOW_DEGRADED, ALLOW_STALE, ANYWAY, Finding, measure_anyway, pct, refusal, warning
 from cortex_exp.golden.store import MANIFEST, GoldenSet, rebuild_command
-from cortex_exp.run.probe import ProbeResult, down_message
-from cortex_exp.run.verdict import ALLOW_DEGRADED, ALLOW_STALE, ANYWAY, apply
+from cortex_exp.run.probe import ProbeResult, down
+from cortex_exp.run.verdict import apply
 from cortex_exp.settings import GateSettings
 
 CLOCK_SKEW = timedelta(minutes=5)  # a built_at this far past our clock is still accepted
-
-
-def pct(share: float) -> str:
-    """0.06 -> '6', 0.0504 -> '5.04': at most two decimals, no trailing zeros."""
-    return f"{share * 100:.2f}".rstrip("0").rstrip(".")
 
 
 # --- stale golden set -------------------------------------------------------------------------
@@ -126,14 +121,12 @@ def stale_findings(result: StaleResult, golden: GoldenSet) -> list[Finding]:
         f"limit {result.limit_days}. Rebuild it with: {_rebuild(golden)}"
     )
     return [
-        Finding(
+        refusal(
             "stale",
             text,
-            Action.REFUSE,
             override=ALLOW_STALE,
             reason="golden set stale",
-            let_through=f"WARNING: {text} (measuring anyway because gates.allow_stale=true; "
-            "the run is tagged degraded)",
+            let_through=f"WARNING: {text} (measuring anyway because {ALLOW_STALE}=true; the run is tagged degraded)",
             noted=True,
             tags={"stale_override": "true"},
             evidence={"age_days": result.age_days, "limit_days": result.limit_days},
@@ -222,9 +215,7 @@ def drift_findings(drift: DriftResult) -> list[Finding]:
         return []
     tags = {"corpus_moved": "true"} if drift.moved else {}
     evidence = {"share": drift.share, "basis": drift.basis}
-    return [
-        Finding("drift", drift.message, Action.WARN, blocks_decision=False, noted=True, tags=tags, evidence=evidence)
-    ]
+    return [warning("drift", drift.message, tags=tags, evidence=evidence)]
 
 
 # --- the probe --------------------------------------------------------------------------------
@@ -232,21 +223,7 @@ def drift_findings(drift: DriftResult) -> list[Finding]:
 
 def probe_findings(results: Sequence[ProbeResult]) -> list[Finding]:
     """COMPONENT DOWN for each component that failed its probe: no MLflow run is created."""
-    return [
-        Finding(
-            "probe",
-            down_message(r),
-            Action.REFUSE,
-            component=r.name,
-            override=ALLOW_DEGRADED,
-            reason=f"component {r.name} down",
-            tag="component_down",
-            let_through=down_message(r).splitlines()[0] + ANYWAY,
-            evidence={"checked": r.checked, "found": r.found, "missed": list(r.missed)},
-        )
-        for r in results
-        if not r.ok
-    ]
+    return [down(r) for r in results if not r.ok]
 
 
 # --- silent components ------------------------------------------------------------------------
@@ -300,8 +277,7 @@ def _silent(name: str, s: Silence, settings: GateSettings) -> str:
     return (
         f"COMPONENT SILENT: {name} returned nothing for {pct(s.share)}% of "
         f"{s.queries} queries (limit {pct(settings.max_silent_share)}%); "
-        f"the other sides answered alone, so the run measured something else. "
-        f"To measure anyway pass gates.allow_degraded=true"
+        f"the other sides answered alone, so the run measured something else. {measure_anyway(ALLOW_DEGRADED)}"
     )
 
 
@@ -309,12 +285,10 @@ def silence_findings(shares: Mapping[str, Silence], settings: GateSettings) -> l
     """COMPONENT SILENT for each component over the limit: the run records its shares, then
     ends FAILED (`refused=silent`)."""
     return [
-        Finding(
+        refusal(
             "silence",
             _silent(name, s, settings),
-            Action.REFUSE,
             component=name,
-            override=ALLOW_DEGRADED,
             reason=f"component {name} silent",
             tag="silent",
             let_through=_silent(name, s, settings) + "\n" + ANYWAY,

@@ -7,10 +7,9 @@ so the `core` row never touches them.
 from __future__ import annotations
 
 from cortex_exp.data.corpus import Corpus
-from cortex_exp.findings import Action, Finding
+from cortex_exp.findings import component_down
 from cortex_exp.rows import RowSpec
 from cortex_exp.run.log import log
-from cortex_exp.run.verdict import ALLOW_DEGRADED
 from cortex_exp.settings import RunSettings
 
 
@@ -30,19 +29,13 @@ def load_features(settings: RunSettings, row: RowSpec, corpus: Corpus):
         features = learn_features(serves, corpus, settings.features)
         health = features.probe()
     except Exception as exc:  # the store is a component: down, not a bug to hide
-        message = (
-            f"COMPONENT DOWN: graph/boosts: the learned stores failed to load: {type(exc).__name__}: {exc}\n"
-            "The rows that use them would silently rank like core, so the measurement would be of "
-            "something else. To measure anyway pass gates.allow_degraded=true."
-        )
-        down = Finding(
+        down = component_down(
             "learned_stores",
-            message,
-            Action.REFUSE,
-            component="graph/boosts",
-            override=ALLOW_DEGRADED,
+            "graph/boosts",
+            f"the learned stores failed to load: {type(exc).__name__}: {exc}",
+            "The rows that use them would silently rank like core, so the measurement would be of something else.",
             reason="graph/boost stores down",
-            tag="component_down",
+            let_through="",  # let through, it prints its message
         )
         return None, {"graph": {"ok": False, "detail": str(exc)}, "boosts": {"ok": False, "detail": str(exc)}}, [down]
     stores = {name: {"ok": True, **health} for name, on in (("graph", row.graph), ("boosts", row.boosts)) if on}

@@ -43,13 +43,14 @@ import secrets
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.data.document import ALWAYS, HAS_TEXT, WORDS, probe_text
 from cortex_exp.errors import InputError
+from cortex_exp.findings import ANYWAY, Finding, component_down
 from cortex_exp.retrievers.base import Index, KeyedIndex, SystemIndex
 
 LIVE_QUERIES = 3  # known-answer queries mixed into a whole system's run (the live check)
@@ -299,11 +300,11 @@ def live_check(name: str, queries: Sequence[ProbeQuery], answer, k: int = 10, co
     return results
 
 
-def live_message(result: ProbeResult) -> str:
-    """The first line of a failed live check (docs/interface.md §5, COMPONENT DOWN)."""
+def live_what(result: ProbeResult) -> str:
+    """What a failed live check found (docs/interface.md §5, `COMPONENT DOWN: <name>: ...`)."""
     found = result.detail.replace("probe documents", "known-answer documents")
     return (
-        f"COMPONENT DOWN: {result.name}: the live check during the run {found}; "
+        f"the live check during the run {found}; "
         "it passed the probe before the run: the system changed since (another model or index?)"
     )
 
@@ -355,11 +356,21 @@ def health_record(
     return record if plan is None else {**record, "probe": plan.as_json()}
 
 
+def down(result: ProbeResult) -> Finding:
+    """COMPONENT DOWN for a component that failed its probe (docs/interface.md §5): no MLflow
+    run is created. Let through, it prints its message's first line (a multi-line error, its
+    first line)."""
+    found = component_down(
+        "probe",
+        result.name,
+        result.detail,
+        f"The system degrades silently when {result.name} is down (the other sides still answer), "
+        "so the measurement would be of something else.",
+        evidence={"checked": result.checked, "found": result.found, "missed": list(result.missed)},
+    )
+    return replace(found, let_through=found.message.splitlines()[0] + ANYWAY)
+
+
 def down_message(result: ProbeResult) -> str:
     """The two stderr lines of docs/interface.md §5 for a component that failed its probe."""
-    return (
-        f"COMPONENT DOWN: {result.name}: {result.detail}\n"
-        f"The system degrades silently when {result.name} is down (the other sides still answer), "
-        f"so the measurement would be of something else. "
-        f"To measure anyway pass gates.allow_degraded=true."
-    )
+    return down(result).message

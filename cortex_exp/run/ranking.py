@@ -11,21 +11,21 @@ from dataclasses import dataclass, field
 
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.errors import ComponentError, InputError
-from cortex_exp.findings import Action, Finding
+from cortex_exp.findings import ALLOW_DEGRADED, Finding, component_down, warning
 from cortex_exp.progress import bar
 from cortex_exp.retrievers.base import EMPTY, Answer, Index, KeyedIndex, Ranking, SystemIndex, target_of
 from cortex_exp.retrievers.code_version import code_version
 from cortex_exp.run.indexes import identity, with_cache_dir
 from cortex_exp.run.log import log
-from cortex_exp.run.probe import ProbePlan, ProbeResult, live_check, live_message
+from cortex_exp.run.probe import ProbePlan, ProbeResult, live_check, live_what
 from cortex_exp.run.ranking_cache import cache_key, cached_rankings
-from cortex_exp.run.verdict import ALLOW_DEGRADED, ANYWAY, OVERRIDE
 from cortex_exp.settings import RunSettings
 
 # queries per search call: faiss answers a batch of 1,024 several times faster per query than
 # batches of 64 (bench/scale.py: 2.6 vs 14.7 CPU seconds for 1,000 queries over 100k vectors);
 # an encoder batches what it is given by its own batch_size, so encoding is not slowed
 CHUNK = 1024
+RUN_FAILS = "The MLflow run ends FAILED (tag refused)."  # a refusal's closing while measuring
 
 
 @dataclass
@@ -184,15 +184,12 @@ def tie_findings(ranked: Ranked) -> list[Finding]:
     """SERVICE SCORES TIED warns (it does not keep the run from deciding): a system whose every
     ranking gives one score to all its documents was reordered by document id."""
     return [
-        Finding(
+        warning(
             "scores_tied",
             f"WARNING: SERVICE SCORES TIED: {name}: every ranking it returned has one score for all its documents "
             f"({tied} queries); their order was re-made by document id (docs/interface.md §4), so the metrics "
             "measure the ids' order, not the service's. Have the service return its real scores.",
-            Action.WARN,
             component=name,
-            blocks_decision=False,
-            noted=True,
             evidence={"tied": tied},
         )
         for name, tied in ranked.tied.items()
@@ -202,32 +199,18 @@ def tie_findings(ranked: Ranked) -> list[Finding]:
 def cache_findings(ranked: Ranked) -> list[Finding]:
     """A ranking cache file that did not verify (discarded, the rankings computed again) or could
     not be written warns: never used, never fatal, the run still decides."""
-    return [
-        Finding(
-            "cache",
-            line,
-            Action.WARN,
-            blocks_decision=False,
-            noted=True,
-            evidence={"file": path},
-        )
-        for path, line in ranked.cache
-    ]
+    return [warning("cache", line, evidence={"file": path}) for path, line in ranked.cache]
 
 
 def live_findings(ranked: Ranked) -> list[Finding]:
     """A failed live check is COMPONENT DOWN (exit 3), as a component failing after its probe is;
     under allow_degraded a line says so, and the run is tagged degraded."""
     return [
-        Finding(
+        component_down(
             "live_check",
-            f"{live_message(r)}\nThe MLflow run ends FAILED (tag refused). {OVERRIDE}",
-            Action.REFUSE,
-            component=r.name,
-            override=ALLOW_DEGRADED,
-            reason=f"component {r.name} down",
-            tag="component_down",
-            let_through=live_message(r) + ANYWAY,
+            r.name,
+            live_what(r),
+            RUN_FAILS,
             evidence={"checked": r.checked, "found": r.found, "missed": list(r.missed)},
         )
         for r in ranked.live
@@ -249,12 +232,11 @@ def gone_findings(ranked: Ranked) -> list[Finding]:
     """SIDE GONE: a side the probe saw that the run's answers do not name (noted; the silence
     gate refuses it, as answering nothing on every query)."""
     return [
-        Finding(
+        warning(
             "side_gone",
             f"WARNING: SIDE GONE: {name}: the probe's answers named it, the run's answers do not",
-            Action.WARN,
             component=name,
-            noted=True,
+            blocks_decision=True,
             evidence={"queries": len(ranked.sides[name])},
         )
         for name in ranked.gone
@@ -313,7 +295,14 @@ def side_findings(ranked: Ranked) -> list[Finding]:
         what = f"the system reported it failing on {len(failed)} of {n} queries after it passed the probe"
         first = next(iter(failed.values()))
         found.append(
-            _down(side, f"{what} (first: {first})", f"COMPONENT DOWN: {side}: {what}{ANYWAY}", {"failed": len(failed)})
+            component_down(
+                "component_failed",
+                side,
+                what,
+                RUN_FAILS,
+                example=f" (first: {first})",
+                evidence={"failed": len(failed)},
+            )
         )
     return found
 
@@ -323,27 +312,15 @@ def failure_findings(ranked: Ranked) -> list[Finding]:
     Under gates.allow_degraded it counts as answering nothing, which is what the system it
     stands for does silently."""
     return [
-        _down(
+        component_down(
+            "component_failed",
             name,
             f"failed during the run after passing the probe: {exc}",
-            f"{name} failed during the run ({exc}); measured as returning nothing (gates.allow_degraded=true)",
+            RUN_FAILS,
+            let_through=f"{name} failed during the run ({exc}); measured as returning nothing ({ALLOW_DEGRADED}=true)",
         )
         for name, exc in ranked.failed.items()
     ]
-
-
-def _down(name: str, what: str, let_through: str, evidence: dict | None = None) -> Finding:
-    return Finding(
-        "component_failed",
-        f"COMPONENT DOWN: {name}: {what}\nThe MLflow run ends FAILED (tag refused). {OVERRIDE}",
-        Action.REFUSE,
-        component=name,
-        override=ALLOW_DEGRADED,
-        reason=f"component {name} down",
-        tag="component_down",
-        let_through=let_through,
-        evidence=evidence or {},
-    )
 
 
 def search(index: Index, name: str, texts: list[str], depth: int) -> list[Ranking]:

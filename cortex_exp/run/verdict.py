@@ -18,11 +18,6 @@ from cortex_exp.findings import Finding
 from cortex_exp.run.log import log as stderr
 from cortex_exp.settings import GateSettings
 
-ALLOW_DEGRADED = "gates.allow_degraded"
-ALLOW_STALE = "gates.allow_stale"
-ANYWAY = "  [measuring anyway: gates.allow_degraded=true]"  # what a let-through line ends with
-OVERRIDE = "To measure anyway pass gates.allow_degraded=true."  # what a refusal's message ends with
-
 
 class Refusal(GateRefused):
     """A gate refused: the finding that did (its message is this exception's text)."""
