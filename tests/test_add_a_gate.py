@@ -2,7 +2,7 @@
 degrades and warns like the built-in ones, and shows in the run, its tags and `decides`.
 
 The toy gate below is the whole module a new gate is: a function from what the run measured
-(`checks.Context`) to findings. Its registration is `checks.register(Gate(...))`; nothing else
+(`gates.Context`) to findings. Its registration is `gates.register(Gate(...))`; nothing else
 of the package changes."""
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from mlflow.tracking import MlflowClient
 
 from cortex_exp.errors import GateRefused
 from cortex_exp.findings import Action, Finding
-from cortex_exp.run import benchmark, checks
+from cortex_exp.run import benchmark, gates
 
 
 def short_rankings(action: Action, **extra):
     """The toy gate: queries whose ranking holds fewer than 1000 documents (every one of them)."""
 
-    def find(context: checks.Context) -> list[Finding]:
+    def find(context: gates.Context) -> list[Finding]:
         short = sum(1 for r in context.base if len(r) < 1000)
         if not short:
             return []
@@ -68,7 +68,7 @@ def only_run(uri):
 
 def test_a_degrading_toy_gate_tags_the_run_degraded_and_it_does_not_decide(setup, capsys):
     run, uri = setup
-    with checks.register(checks.Gate("toy_short", checks.MEASURED, short_rankings(Action.DEGRADE))):
+    with gates.register(gates.Gate("toy_short", gates.MEASURED, short_rankings(Action.DEGRADE))):
         outcome = run()
     assert "TOY SHORT: " in capsys.readouterr().err
     tags = only_run(uri).data.tags
@@ -82,8 +82,8 @@ def test_a_degrading_toy_gate_tags_the_run_degraded_and_it_does_not_decide(setup
 
 def test_a_refusing_toy_gate_fails_the_run_with_its_tag_and_its_override_lets_it_through(setup, capsys):
     run, uri = setup
-    with checks.register(
-        checks.Gate("toy_short", checks.MEASURED, short_rankings(Action.REFUSE, tag="toy_short", exit_code=3))
+    with gates.register(
+        gates.Gate("toy_short", gates.MEASURED, short_rankings(Action.REFUSE, tag="toy_short", exit_code=3))
     ):
         with pytest.raises(GateRefused) as err:
             run()
@@ -98,8 +98,8 @@ def test_a_refusing_toy_gate_fails_the_run_with_its_tag_and_its_override_lets_it
 
 def test_a_warning_toy_gate_that_does_not_block_leaves_the_run_deciding(setup, capsys):
     run, uri = setup
-    with checks.register(
-        checks.Gate("toy_short", checks.MEASURED, short_rankings(Action.WARN, blocks_decision=False, noted=True))
+    with gates.register(
+        gates.Gate("toy_short", gates.MEASURED, short_rankings(Action.WARN, blocks_decision=False, noted=True))
     ):
         outcome = run()
     tags = only_run(uri).data.tags
@@ -109,8 +109,8 @@ def test_a_warning_toy_gate_that_does_not_block_leaves_the_run_deciding(setup, c
 
 def test_a_toy_gate_refusing_before_the_run_creates_none(setup):
     run, uri = setup
-    with checks.register(
-        checks.Gate("toy_probe", checks.PROBED, lambda c: [Finding("toy_probe", "TOY DOWN: x", Action.REFUSE)])
+    with gates.register(
+        gates.Gate("toy_probe", gates.PROBED, lambda c: [Finding("toy_probe", "TOY DOWN: x", Action.REFUSE)])
     ):
         with pytest.raises(GateRefused, match="^TOY DOWN: x$"):
             run("gates.allow_degraded=true")  # no override named: nothing lets it through
@@ -121,10 +121,10 @@ def test_a_toy_gate_refusing_before_the_run_creates_none(setup):
 
 def test_a_gate_name_is_registered_once_and_a_stage_must_exist():
     with pytest.raises(ValueError, match="registered already"):
-        with checks.register(checks.Gate("silence", checks.MEASURED, lambda c: [])):
+        with gates.register(gates.Gate("silence", gates.MEASURED, lambda c: [])):
             pass
     with pytest.raises(ValueError, match="stage must be one of loaded, probed, measured"):
-        checks.Gate("toy", "later", lambda c: [])
+        gates.Gate("toy", "later", lambda c: [])
 
 
 def test_a_ranking_cache_that_does_not_verify_is_a_warning_finding_and_the_run_still_decides(setup, tmp_path, capsys):

@@ -16,7 +16,7 @@ from cortex_exp.errors import InputError
 from cortex_exp.golden.load import load_golden
 from cortex_exp.golden.store import GoldenSet, Judgment, Query, write_golden
 from cortex_exp.golden.verify import recount
-from cortex_exp.run.gates import corpus_drift
+from cortex_exp.run.freshness import corpus_drift
 from cortex_exp.settings import GateSettings
 
 

@@ -1,4 +1,4 @@
-"""Issue 17's checks during the run as findings (run/checks.py, MEASURED): a side the probe saw
+"""Issue 17's checks during the run as findings (run/gates/, MEASURED): a side the probe saw
 that the run's answers do not name, a failed live check, all-tied scores — each through the one
 rule (`verdict.apply`), in memory. The end-to-end cases are tests/test_integrity_deadlines.py."""
 
@@ -8,9 +8,13 @@ import pytest
 
 from cortex_exp.findings import Action, decides, degraded_reasons, noted
 from cortex_exp.retrievers.base import Ranking
-from cortex_exp.run import checks, gates
+from cortex_exp.run import gates, silence
+from cortex_exp.run.gates.live_check import live_findings
+from cortex_exp.run.gates.scores_tied import tie_findings
+from cortex_exp.run.gates.side_gone import gone_findings
+from cortex_exp.run.gates.silence import silence_findings
 from cortex_exp.run.probe import ProbeResult
-from cortex_exp.run.ranking import Ranked, gone_findings, live_findings, tie_findings, watch_probed
+from cortex_exp.run.ranking import Ranked, watch_probed
 from cortex_exp.run.verdict import Refusal, apply
 from cortex_exp.settings import GateSettings
 
@@ -22,8 +26,8 @@ def _ranked() -> Ranked:
 
 
 def test_the_checks_are_registered_at_the_measured_stage():
-    stage = {g.name: g.stage for g in checks.GATES}
-    assert {stage[n] for n in ("scores_tied", "side_gone", "live_check")} == {checks.MEASURED}
+    stage = {g.name: g.stage for g in gates.GATES}
+    assert {stage[n] for n in ("scores_tied", "side_gone", "live_check")} == {gates.MEASURED}
 
 
 def test_a_side_gone_warns_and_counts_as_silent_on_every_query():
@@ -32,8 +36,8 @@ def test_a_side_gone_warns_and_counts_as_silent_on_every_query():
     (gone,) = gone_findings(ranked)
     assert gone.action is Action.WARN and gone.noted and gone.component == "dense"
     assert gone.message.startswith("WARNING: SIDE GONE: dense")
-    shares = gates.silence({n: [len(r) for r in rs] for n, rs in ranked.watched.items()})
-    (silent,) = gates.silence_findings(shares, GateSettings())
+    shares = silence.silence({n: [len(r) for r in rs] for n, rs in ranked.watched.items()})
+    (silent,) = silence_findings(shares, GateSettings())
     assert silent.component == "dense" and silent.message.startswith(
         "COMPONENT SILENT: dense returned nothing for 100%"
     )

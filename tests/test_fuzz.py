@@ -27,7 +27,8 @@ from cortex_exp.golden.beir import read_beir_corpus, read_qrels
 from cortex_exp.golden.build import build_from_files
 from cortex_exp.golden.load import load_golden
 from cortex_exp.golden.store import seal_of
-from cortex_exp.run import gates
+from cortex_exp.run.freshness import corpus_drift
+from cortex_exp.run.gates.stale import check_stale
 from cortex_exp.settings import GateSettings
 
 BUDGET = settings(
@@ -172,7 +173,7 @@ def test_golden_set_loader_and_gates_with_any_manifest_object(folder, golden_fil
     try:
         loaded = load_golden(golden)
         corpus = load_corpus(folder / "src" / "corpus.jsonl")
-        gates.check_stale(loaded, GateSettings(), corpus)
-        gates.corpus_drift(loaded, corpus, GateSettings())
+        check_stale(loaded, GateSettings(), corpus)
+        corpus_drift(loaded, corpus, GateSettings())
     except (InputError, GateRefused):
         pass

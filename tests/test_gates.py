@@ -10,14 +10,11 @@ import pytest
 from cortex_exp.data.corpus import Corpus, Document
 from cortex_exp.errors import GateRefused, InputError
 from cortex_exp.golden.store import GoldenSet, Query
-from cortex_exp.run.gates import (
-    check_silence,
-    check_stale,
-    corpus_drift,
-    degraded_banner,
-    silence,
-    silence_metrics,
-)
+from cortex_exp.run.freshness import corpus_drift
+from cortex_exp.run.gates.silence import check_silence
+from cortex_exp.run.gates.stale import check_stale
+from cortex_exp.run.silence import silence, silence_metrics
+from cortex_exp.run.verdict import degraded_banner
 from cortex_exp.settings import GateSettings, SettingError
 
 NOW = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)

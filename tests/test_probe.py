@@ -13,10 +13,10 @@ from cortex_exp.errors import ComponentError, InputError
 from cortex_exp.retrievers.base import EMPTY, Index, Ranking
 from cortex_exp.retrievers.bm25_v2 import Bm25V2
 from cortex_exp.run import faults
-from cortex_exp.run.gates import GateSettings, check_silence, silence
+from cortex_exp.run.gates.probe import down_message
+from cortex_exp.run.gates.silence import check_silence
 from cortex_exp.run.probe import (
     ProbeQuery,
-    down_message,
     health_record,
     probe_all,
     probe_component,
@@ -24,6 +24,8 @@ from cortex_exp.run.probe import (
     probe_queries,
     probe_text,
 )
+from cortex_exp.run.silence import silence
+from cortex_exp.settings import GateSettings
 
 TITLES = [
     "Invoice service retries on timeout",

@@ -18,22 +18,24 @@ from pathlib import Path
 from cortex_exp import interrupts, metrics, tracking
 from cortex_exp.data.corpus import Corpus, load_corpus
 from cortex_exp.errors import InputError
-from cortex_exp.findings import Finding, degraded_reasons, noted, refusals
+from cortex_exp.findings import Finding, degraded_reasons, noted, pct, refusals
 from cortex_exp.golden import GoldenSet, load_golden
 from cortex_exp.parallel import use_workers
 from cortex_exp.retrievers.base import Index
 from cortex_exp.retrievers.runfile import require_queries
 from cortex_exp.rows import RowSpec, rerank, row_spec
-from cortex_exp.run import checks, describe, gates
+from cortex_exp.run import describe, gates
 from cortex_exp.run.agreement import Listing, corpus_in_use, unknown_documents
+from cortex_exp.run.freshness import DriftResult, StaleResult, corpus_drift, stale_result
 from cortex_exp.run.indexes import build_indexes, forget_indexes
 from cortex_exp.run.learned import load_features
 from cortex_exp.run.log import log
 from cortex_exp.run.prepare import prepare_data
-from cortex_exp.run.probe import health_record, probe_all, probe_plan
+from cortex_exp.run.probe import ProbeResult, health_record, probe_all, probe_plan
 from cortex_exp.run.ranking import combine, rank_components, watch_probed
 from cortex_exp.run.record import final_tags, log_results, open_benchmark_run, summary_table
-from cortex_exp.run.verdict import Refusal, apply, refuse_deferred
+from cortex_exp.run.silence import silence
+from cortex_exp.run.verdict import Refusal, apply, degraded_banner, refuse_deferred
 from cortex_exp.settings import RunSettings
 
 
@@ -71,7 +73,7 @@ class Prepared:
     indexes: dict[str, Index]
     features: object
     health: dict
-    context: checks.Context  # what the gates of the measured stage start from
+    context: gates.Probed  # what the gates of the measured stage start from
     findings: list[Finding] = field(default_factory=list)  # what the gates found, as recorded
     passed: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -105,8 +107,8 @@ def run(settings: RunSettings, keep_indexes: bool = True) -> Outcome:
             tags["rankings_sha256"] = source["sha256"]
         degraded = degraded_reasons(found)
         if degraded:
-            log(gates.degraded_banner(degraded))
-        notes = ([gates.degraded_banner(degraded)] if degraded else []) + noted(found)
+            log(degraded_banner(degraded))
+        notes = ([degraded_banner(degraded)] if degraded else []) + noted(found)
         log_results(mlrun, settings, row, ready.indexed, ready.golden, measured, notes, found)
         mlrun.log_metrics({"setup_seconds": ready.seconds})
         shown = metrics.headline(settings.metrics.primary_metric)
@@ -130,7 +132,7 @@ def _row(name: str) -> RowSpec:
 
 def prepare(settings: RunSettings, row: RowSpec) -> Prepared:
     """Data, the stale gate, the drift warning, indexes, the probe and the learned stores: every
-    refusal that creates no run (`checks.LOADED`, `checks.PROBED`)."""
+    refusal that creates no run (`gates.LOADED`, `gates.PROBED`)."""
     started = time.monotonic()
     interrupts.checkpoint("bench.start")
     prepare_data(settings.data, log)
@@ -138,16 +140,17 @@ def prepare(settings: RunSettings, row: RowSpec) -> Prepared:
         raise InputError(f"data.serves: {settings.data.serves} does not exist (leave it unset for no serve log)")
     corpus, golden = load_corpus(settings.data.corpus), load_golden(settings.data.golden)
     indexed, listed = corpus_in_use(settings, corpus)  # a service's own listing, else the file
-    stale = gates.stale_result(golden, settings.gates, indexed)
-    drift = gates.corpus_drift(golden, indexed, settings.gates)
-    context = checks.Context(settings, row, corpus, golden, indexed, stale, drift)
-    found = checks.judge(checks.LOADED, context, listed)
+    stale = stale_result(golden, settings.gates, indexed)
+    drift = corpus_drift(golden, indexed, settings.gates)
+    loaded = gates.Context(settings.gates, row, corpus, golden, indexed, listed, stale, drift)
+    found = gates.judge(gates.LOADED, loaded)
     indexes = build_indexes(settings, corpus)
     require_queries(indexes, [q.qid for q in golden.queries])  # a ranking file short of queries: no run
     plan = probe_plan(corpus, settings.gates.probe_seed)
     results = probe_all(indexes, corpus, plan=plan)
-    context = dataclasses.replace(context, plan=plan, probes=results)
-    found += checks.judge(checks.PROBED, context)
+    context = gates.Probed(**_fields(loaded), plan=plan, probes=results)
+    found += gates.judge(gates.PROBED, context)
+    # after the probe is judged, so that a component down refuses before the stores are learned
     features, stores, down = load_features(settings, row, corpus)
     found += apply(down, settings.gates)
     interrupts.checkpoint("bench.probed")
@@ -158,28 +161,33 @@ def prepare(settings: RunSettings, row: RowSpec) -> Prepared:
     return ready
 
 
-def gates_passed(stale, drift, results, stores: dict) -> list[str]:
+def _fields(context: gates.Context) -> dict:
+    """A stage's context as the keywords of the next stage's (which adds what it measured)."""
+    return {f.name: getattr(context, f.name) for f in dataclasses.fields(context)}
+
+
+def gates_passed(stale: StaleResult, drift: DriftResult, results: list[ProbeResult], stores: dict) -> list[str]:
     """What the gates found, in words for the run's description."""
     out = ["golden set fresh" if not stale.stale else "golden set STALE (gates.allow_stale)"]
-    out.append(f"corpus drift {gates.pct(drift.share)}%" + (" (CORPUS MOVED)" if drift.moved else ""))
+    out.append(f"corpus drift {pct(drift.share)}%" + (" (CORPUS MOVED)" if drift.moved else ""))
     out += [f"probe {r.name} {'ok' if r.ok else 'DOWN (gates.allow_degraded)'}" for r in results]
     out += [f"{name} store {'ok' if s.get('ok') else 'DOWN'}" for name, s in stores.items()]
     return out
 
 
 def measure(settings: RunSettings, row: RowSpec, ready: Prepared) -> Measured:
-    """Rank every component (cached), fuse, judge the rankings (`checks.MEASURED`), apply the
+    """Rank every component (cached), fuse, judge the rankings (`gates.MEASURED`), apply the
     row, score every query."""
     golden, corpus = ready.golden, ready.corpus
     texts, qids = [q.text for q in golden.queries], [q.qid for q in golden.queries]
     ranked_by = rank_components(settings, corpus, ready.indexes, texts, qids, ready.context.plan)
     interrupts.checkpoint("bench.ranked")
     watch_probed(ranked_by, [r.name for r in ready.context.probes], len(golden.queries))  # a side gone is silent
-    shares = gates.silence({name: [len(r) for r in rs] for name, rs in ranked_by.watched.items()})
+    shares = silence({name: [len(r) for r in rs] for name, rs in ranked_by.watched.items()})
     base = combine(settings, ranked_by.components)
     unknown = unknown_documents(corpus, base)
-    context = dataclasses.replace(ready.context, ranked=ranked_by, base=base, shares=shares, unknown=unknown)
-    found = checks.judge(checks.MEASURED, context)
+    context = gates.Measured(**_fields(ready.context), ranked=ranked_by, base=base, shares=shares, unknown=unknown)
+    found = gates.judge(gates.MEASURED, context)
     figures = {**ranked_by.figures, **unknown.figures()}
     ranked = rerank(row, base, golden.queries, ready.features, settings.features, settings.retriever.depth)
     per_query = metrics.score_run(

@@ -43,14 +43,13 @@ import secrets
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.data.document import ALWAYS, HAS_TEXT, WORDS, probe_text
 from cortex_exp.errors import InputError
-from cortex_exp.findings import ANYWAY, Finding, component_down
 from cortex_exp.retrievers.base import Index, KeyedIndex, SystemIndex
 
 LIVE_QUERIES = 3  # known-answer queries mixed into a whole system's run (the live check)
@@ -300,15 +299,6 @@ def live_check(name: str, queries: Sequence[ProbeQuery], answer, k: int = 10, co
     return results
 
 
-def live_what(result: ProbeResult) -> str:
-    """What a failed live check found (docs/interface.md §5, `COMPONENT DOWN: <name>: ...`)."""
-    found = result.detail.replace("probe documents", "known-answer documents")
-    return (
-        f"the live check during the run {found}; "
-        "it passed the probe before the run: the system changed since (another model or index?)"
-    )
-
-
 def not_probed(name: str) -> ProbeResult:
     detail = (
         "not probed: rankings made elsewhere answer golden query ids only; every golden query must be present instead"
@@ -354,23 +344,3 @@ def health_record(
     ok = all(r.ok for r in results) and all(s.get("ok", True) for s in stores.values())
     record = {"ok": ok, "components": {r.name: r.as_json() for r in results}, "stores": stores}
     return record if plan is None else {**record, "probe": plan.as_json()}
-
-
-def down(result: ProbeResult) -> Finding:
-    """COMPONENT DOWN for a component that failed its probe (docs/interface.md §5): no MLflow
-    run is created. Let through, it prints its message's first line (a multi-line error, its
-    first line)."""
-    found = component_down(
-        "probe",
-        result.name,
-        result.detail,
-        f"The system degrades silently when {result.name} is down (the other sides still answer), "
-        "so the measurement would be of something else.",
-        evidence={"checked": result.checked, "found": result.found, "missed": list(result.missed)},
-    )
-    return replace(found, let_through=found.message.splitlines()[0] + ANYWAY)
-
-
-def down_message(result: ProbeResult) -> str:
-    """The two stderr lines of docs/interface.md §5 for a component that failed its probe."""
-    return down(result).message

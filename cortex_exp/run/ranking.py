@@ -11,13 +11,12 @@ from dataclasses import dataclass, field
 
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.errors import ComponentError, InputError
-from cortex_exp.findings import ALLOW_DEGRADED, Finding, component_down, warning
 from cortex_exp.progress import bar
 from cortex_exp.retrievers.base import EMPTY, Answer, Index, KeyedIndex, Ranking, SystemIndex, target_of
 from cortex_exp.retrievers.code_version import code_version
 from cortex_exp.run.indexes import identity, with_cache_dir
 from cortex_exp.run.log import log
-from cortex_exp.run.probe import ProbePlan, ProbeResult, live_check, live_what
+from cortex_exp.run.probe import ProbePlan, ProbeResult, live_check
 from cortex_exp.run.ranking_cache import cache_key, cached_rankings
 from cortex_exp.settings import RunSettings
 
@@ -25,7 +24,6 @@ from cortex_exp.settings import RunSettings
 # batches of 64 (bench/scale.py: 2.6 vs 14.7 CPU seconds for 1,000 queries over 100k vectors);
 # an encoder batches what it is given by its own batch_size, so encoding is not slowed
 CHUNK = 1024
-RUN_FAILS = "The MLflow run ends FAILED (tag refused)."  # a refusal's closing while measuring
 
 
 @dataclass
@@ -138,7 +136,7 @@ def live_checked(
     """A whole system's answer to the golden queries, asked together with the plan's live-check
     queries (at seeded places, under ids like theirs); the live ones are judged into
     `ranked.live` and taken out again. A system whose scores all tie is counted in `ranked.tied`
-    (`tie_findings` warns)."""
+    (the `scores_tied` gate warns)."""
     live = list(plan.live) if plan is not None else []
     places, live_ids = plan.mixed(qids) if live else ([], [])
     order, golden = [], iter(range(len(texts)))
@@ -180,44 +178,6 @@ def all_tied(rankings: list[Ranking]) -> int:
     return len(ranked)
 
 
-def tie_findings(ranked: Ranked) -> list[Finding]:
-    """SERVICE SCORES TIED warns (it does not keep the run from deciding): a system whose every
-    ranking gives one score to all its documents was reordered by document id."""
-    return [
-        warning(
-            "scores_tied",
-            f"WARNING: SERVICE SCORES TIED: {name}: every ranking it returned has one score for all its documents "
-            f"({tied} queries); their order was re-made by document id (docs/interface.md §4), so the metrics "
-            "measure the ids' order, not the service's. Have the service return its real scores.",
-            component=name,
-            evidence={"tied": tied},
-        )
-        for name, tied in ranked.tied.items()
-    ]
-
-
-def cache_findings(ranked: Ranked) -> list[Finding]:
-    """A ranking cache file that did not verify (discarded, the rankings computed again) or could
-    not be written warns: never used, never fatal, the run still decides."""
-    return [warning("cache", line, evidence={"file": path}) for path, line in ranked.cache]
-
-
-def live_findings(ranked: Ranked) -> list[Finding]:
-    """A failed live check is COMPONENT DOWN (exit 3), as a component failing after its probe is;
-    under allow_degraded a line says so, and the run is tagged degraded."""
-    return [
-        component_down(
-            "live_check",
-            r.name,
-            live_what(r),
-            RUN_FAILS,
-            evidence={"checked": r.checked, "found": r.found, "missed": list(r.missed)},
-        )
-        for r in ranked.live
-        if not r.ok
-    ]
-
-
 def watch_probed(ranked: Ranked, probed: Iterable[str], n: int) -> None:
     """Every side the probe saw must answer during the run: one the run's answers no longer name
     counts as answering nothing on every query (`ranked.gone`), so the silence gate refuses it
@@ -226,21 +186,6 @@ def watch_probed(ranked: Ranked, probed: Iterable[str], n: int) -> None:
         if name not in ranked.watched:
             ranked.sides[name] = [EMPTY] * n
             ranked.gone.append(name)
-
-
-def gone_findings(ranked: Ranked) -> list[Finding]:
-    """SIDE GONE: a side the probe saw that the run's answers do not name (noted; the silence
-    gate refuses it, as answering nothing on every query)."""
-    return [
-        warning(
-            "side_gone",
-            f"WARNING: SIDE GONE: {name}: the probe's answers named it, the run's answers do not",
-            component=name,
-            blocks_decision=True,
-            evidence={"queries": len(ranked.sides[name])},
-        )
-        for name in ranked.gone
-    ]
 
 
 def _answer(index: Index, name: str, texts: list[str], qids: list[str], depth: int) -> Answer:
@@ -283,44 +228,6 @@ def _add_system(ranked: Ranked, name: str, answer: Answer | list[Ranking]) -> No
     ranked.errors.update(answer.errors)
     ranked.figures.update(answer.figures)
     ranked.observed = ranked.observed and bool(answer.sides)
-
-
-def side_findings(ranked: Ranked) -> list[Finding]:
-    """A side a system reported failing on during the run is COMPONENT DOWN (exit 3), as a
-    component failing after its probe is; under allow_degraded it counts as answering nothing
-    there, and the run is tagged degraded."""
-    found = []
-    for side, failed in ranked.errors.items():
-        n = len(ranked.sides[side])
-        what = f"the system reported it failing on {len(failed)} of {n} queries after it passed the probe"
-        first = next(iter(failed.values()))
-        found.append(
-            component_down(
-                "component_failed",
-                side,
-                what,
-                RUN_FAILS,
-                example=f" (first: {first})",
-                evidence={"failed": len(failed)},
-            )
-        )
-    return found
-
-
-def failure_findings(ranked: Ranked) -> list[Finding]:
-    """A component that raised during the run after passing its probe is COMPONENT DOWN.
-    Under gates.allow_degraded it counts as answering nothing, which is what the system it
-    stands for does silently."""
-    return [
-        component_down(
-            "component_failed",
-            name,
-            f"failed during the run after passing the probe: {exc}",
-            RUN_FAILS,
-            let_through=f"{name} failed during the run ({exc}); measured as returning nothing ({ALLOW_DEGRADED}=true)",
-        )
-        for name, exc in ranked.failed.items()
-    ]
 
 
 def search(index: Index, name: str, texts: list[str], depth: int) -> list[Ranking]:
@@ -370,7 +277,7 @@ def _cached(
 
 def measure_anyway(ranked: Ranked, name: str, compute: Callable[[], list[Ranking]], n: int) -> list[Ranking]:
     """`compute()`; a component failing after its probe answers nothing, and is kept in
-    `ranked.failed` for its gate (`failure_findings`)."""
+    `ranked.failed` for its gate (`component_failed`)."""
     try:
         return compute()
     except ComponentError as exc:

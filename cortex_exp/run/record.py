@@ -16,8 +16,9 @@ from cortex_exp.findings import Finding, decides, degraded_reasons, refusals, ta
 from cortex_exp.golden import GoldenSet
 from cortex_exp.retrievers.base import parameters, target_of
 from cortex_exp.rows import RowSpec
-from cortex_exp.run import gates
 from cortex_exp.run.log import log
+from cortex_exp.run.silence import silence_metrics
+from cortex_exp.run.verdict import degraded_banner
 from cortex_exp.settings import RunSettings
 from cortex_exp.tables import table
 
@@ -123,7 +124,7 @@ def log_results(
         {
             **measured.means,
             "n_queries": len(measured.per_query),
-            **gates.silence_metrics(measured.shares),
+            **silence_metrics(measured.shares),
             **measured.figures,
         }
     )
@@ -159,6 +160,6 @@ def run_trec(per_query: list[dict], name: str) -> tuple[str | None, str | None]:
 def summary_table(settings: RunSettings, row: RowSpec, means: dict, n: int, degraded: list[str]) -> str:
     title = f"{row.name}/{settings.retriever.name}  ({n} queries)"
     if degraded:
-        title = gates.degraded_banner(degraded) + "\n" + title
+        title = degraded_banner(degraded) + "\n" + title
     shown = metrics.metric_names(settings.ks) + metrics.judged_names(settings.ks)  # the condensed view: in MLflow
     return table(["metric", "value"], [[m, means[m]] for m in shown], title=title)

@@ -11,7 +11,7 @@ recorded findings (`cortex_exp.findings`), never from a message's words.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from cortex_exp.errors import GateRefused
 from cortex_exp.findings import Finding
@@ -59,3 +59,15 @@ def refuse_deferred(recorded: Iterable[Finding]) -> None:
     kept = [f for f in recorded if f.refuses]
     if kept:
         raise Refusal(kept[0], "\n".join(f.message for f in kept))
+
+
+def degraded_banner(reasons: Sequence[str]) -> str:
+    """Lines for the top of the output and report when a gate was overridden ("" when none)."""
+    if not reasons:
+        return ""
+    lines = [
+        "WARNING: DEGRADED RUN: a gate was overridden; this measurement is tagged degraded=true "
+        "and cannot decide anything:"
+    ]
+    lines += [f"  - {reason}" for reason in reasons]
+    return "\n".join(lines)
