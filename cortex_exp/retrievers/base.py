@@ -19,6 +19,13 @@ A retriever whose answers come from outside the process (`external = True`: a se
 can change without its parameters changing: the run never memoizes its index nor caches its
 rankings. Every other component's rankings are cached, keyed on its class, parameters and code
 (`code_version`).
+
+What a retriever or an index may do beyond its one method is declared here as a `Supports...`
+Protocol (as PyTerrier declares `SupportsFit`), and the run asks with `isinstance`: a probe that
+asks the live component (`SupportsProbe`), an approximate index measured against exact search
+(`SupportsExactRecall`), rankings made elsewhere that say what they came from
+(`SupportsProvenance`), a service that lists the corpus it indexes (`SupportsCorpusListing`).
+None is required; each is used where present.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -142,6 +149,49 @@ class Retriever(ABC):
     @abstractmethod
     def index(self, corpus: Corpus) -> Index:
         """Fit to `corpus`."""
+
+
+def is_external(component: object) -> bool:
+    """Whether `component` answers from outside the process (`external = True`): never memoized
+    nor cached. A flag with a default rather than an ability, so its value is read here, once."""
+    return bool(getattr(component, "external", False))
+
+
+# --- what a retriever or an index may do beyond its one method ---------------------------------
+
+
+@runtime_checkable
+class SupportsProbe(Protocol):
+    """An index whose probe asks the live component, never a cache (`Index.probe`, the dense
+    side's encoder); the probe calls `search` on an index without it."""
+
+    def probe(self, queries: Sequence[str], k: int) -> list[Ranking]: ...
+
+
+@runtime_checkable
+class SupportsExactRecall(Protocol):
+    """An approximate index (IVF, HNSW) that measures, on the run's own queries and rankings,
+    how much of the exact top k it found (`index_recall_at_<k>_<name>`); None when exact."""
+
+    def recall_against_exact(self, queries: Sequence[str], rankings: Sequence[Ranking], k: int) -> dict | None: ...
+
+
+@runtime_checkable
+class SupportsProvenance(Protocol):
+    """Rankings made elsewhere (a ranking file) that say what they came from: logged beside the
+    corpus fingerprint, and its `sha256` as the run's `rankings_sha256` tag."""
+
+    def provenance(self) -> dict: ...
+
+
+@runtime_checkable
+class SupportsCorpusListing(Protocol):
+    """A retriever that lists the corpus it indexes ({doc_id: hash}, None when it offers none)
+    from `corpus_url`: the run measures against that listing (`run/agreement.py`)."""
+
+    corpus_url: str | None
+
+    def corpus_listing(self) -> dict[str, str] | None: ...
 
 
 def parameters(obj: Any) -> dict[str, Any]:

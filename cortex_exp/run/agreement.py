@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from cortex_exp.data.corpus import Corpus, CorpusDiff, diff_hashes, fingerprint_of, record_json
 from cortex_exp.errors import ComponentError
-from cortex_exp.retrievers.base import Ranking
+from cortex_exp.retrievers.base import Ranking, SupportsCorpusListing
 from cortex_exp.settings import RunSettings
 
 
@@ -71,11 +71,10 @@ def corpus_in_use(settings: RunSettings, corpus: Corpus) -> tuple[Corpus | Listi
     gate judges it)."""
     failed: dict[str, ComponentError] = {}
     for name, component in settings.retriever.components.items():
-        lister = getattr(component, "corpus_listing", None)
-        if lister is None:
+        if not isinstance(component, SupportsCorpusListing):
             continue
         try:
-            hashes = lister()
+            hashes = component.corpus_listing()
         except ComponentError as exc:
             failed[name] = exc
             continue

@@ -21,7 +21,7 @@ from cortex_exp.errors import InputError
 from cortex_exp.findings import Finding, degraded_reasons, noted, pct, refusals
 from cortex_exp.golden import GoldenSet, load_golden
 from cortex_exp.parallel import use_workers
-from cortex_exp.retrievers.base import Index
+from cortex_exp.retrievers.base import Index, SupportsProvenance
 from cortex_exp.retrievers.runfile import require_queries
 from cortex_exp.rows import RowSpec, rerank, row_spec
 from cortex_exp.run import describe, gates
@@ -203,7 +203,7 @@ def measure(settings: RunSettings, row: RowSpec, ready: Prepared) -> Measured:
     if ranked_by.live:
         health["live_check"] = {r.name: r.as_json() for r in ranked_by.live}
     indexes = ready.indexes
-    provenance = {n: i.provenance() for n, i in indexes.items() if callable(getattr(i, "provenance", None))}
+    provenance = {n: i.provenance() for n, i in indexes.items() if isinstance(i, SupportsProvenance)}
     return Measured(per_query, means, shares, found, health, figures, ranked_by.observed, provenance)
 
 

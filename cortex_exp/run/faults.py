@@ -16,7 +16,7 @@ import threading
 from collections.abc import Sequence
 
 from cortex_exp.errors import ComponentError
-from cortex_exp.retrievers.base import EMPTY, Index, Ranking
+from cortex_exp.retrievers.base import EMPTY, Index, Ranking, SupportsProbe
 from cortex_exp.settings import FAULT_MODES, SettingError
 
 
@@ -69,7 +69,7 @@ class _EmptyAfterProbe(_Faulty):
         return self.inner.search(queries, k) if self._first() else [EMPTY for _ in queries]
 
     def probe(self, queries: Sequence[str], k: int) -> list[Ranking]:
-        ask = getattr(self.inner, "probe", None) or self.inner.search
+        ask = self.inner.probe if isinstance(self.inner, SupportsProbe) else self.inner.search
         return ask(queries, k) if self._first() else [EMPTY for _ in queries]
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.errors import ComponentError
-from cortex_exp.retrievers.base import Index, parameters, target_of
+from cortex_exp.retrievers.base import Index, is_external, parameters, target_of
 from cortex_exp.run.faults import wrap
 from cortex_exp.run.log import log
 from cortex_exp.settings import RunSettings
@@ -54,7 +54,7 @@ def build_indexes(settings: RunSettings, corpus: Corpus) -> dict[str, Index]:
         except ComponentError as exc:  # not memoized: the probe reports it down
             out[name] = DownIndex(name, str(exc))
             continue
-        if getattr(component, "external", False):
+        if is_external(component):
             log(f"{name}: {index!r} (answers from outside this process: never memoized nor cached)")
         else:
             _INDEXES[key] = index

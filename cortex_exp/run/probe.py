@@ -50,7 +50,7 @@ import numpy as np
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.data.document import ALWAYS, HAS_TEXT, WORDS, probe_text
 from cortex_exp.errors import InputError
-from cortex_exp.retrievers.base import Index, KeyedIndex, SystemIndex
+from cortex_exp.retrievers.base import Index, KeyedIndex, SupportsProbe, SystemIndex
 
 LIVE_QUERIES = 3  # known-answer queries mixed into a whole system's run (the live check)
 # a sampled probe or live check may miss one document: a healthy side that misses a rare title
@@ -237,7 +237,7 @@ def probe_component(
     queries = queries if queries is not None else probe_queries(corpus, n)
     texts = [q.text for q in queries]
     start = time.perf_counter()
-    ask = getattr(index, "probe", None) or index.search
+    ask = index.probe if isinstance(index, SupportsProbe) else index.search
     finished, rankings, error = _call_with_deadline(lambda: ask(texts, k), timeout_s)
     latency = time.perf_counter() - start
     if not finished:

@@ -12,7 +12,17 @@ from dataclasses import dataclass, field
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.errors import ComponentError, InputError
 from cortex_exp.progress import bar
-from cortex_exp.retrievers.base import EMPTY, Answer, Index, KeyedIndex, Ranking, SystemIndex, target_of
+from cortex_exp.retrievers.base import (
+    EMPTY,
+    Answer,
+    Index,
+    KeyedIndex,
+    Ranking,
+    SupportsExactRecall,
+    SystemIndex,
+    is_external,
+    target_of,
+)
 from cortex_exp.retrievers.code_version import code_version
 from cortex_exp.run.indexes import identity, with_cache_dir
 from cortex_exp.run.log import log
@@ -87,7 +97,7 @@ def rank_components(
 
         component = with_cache_dir(settings.retriever.components[name], settings)
         # a drill is never cached, nor a component whose answers come from outside the process
-        if settings.faults.mode(name) != "none" or getattr(component, "external", False):
+        if settings.faults.mode(name) != "none" or is_external(component):
             ranked.components[name] = measure_anyway(ranked, name, compute, len(texts))
             continue
         code = code_version(component)
@@ -104,13 +114,12 @@ def approximation(settings: RunSettings, ranked: Ranked, name: str, index: Index
     """An approximate index (the dense side's IVF or HNSW) measured against exact search on the
     run's own queries and rankings (cached ones too): metrics `index_recall_at_<depth>_<name>`
     (the share of the exact top `depth` it found) and `index_recall_queries_<name>`."""
-    check = getattr(index, "recall_against_exact", None)
     rankings = ranked.components[name]
-    if not callable(check) or not any(len(r) for r in rankings):
+    if not isinstance(index, SupportsExactRecall) or not any(len(r) for r in rankings):
         return {}
     depth = settings.retriever.depth
     try:
-        found = check(texts, rankings, depth)
+        found = index.recall_against_exact(texts, rankings, depth)
     except ComponentError as exc:
         ranked.failed[name] = exc
         return {}
