@@ -163,10 +163,12 @@ def test_the_experiment_opens_on_the_runs_and_says_how_to_read_decides(uri):
 
 def test_run_names_say_what_the_sweep_varies():
     settings = RunSettings(DataSettings(), RetrieverSettings("hybrid", {}), row="core")
-    assert run_name(settings, ROWS["core"]) == "core/hybrid"
+    assert run_name(settings.retriever.name, settings.swept, ROWS["core"]) == "core/hybrid"
     swept = {"row": "core", "retriever.fusion.weight": "0.25", "retriever.lexical.k1": "1.2"}
     settings = RunSettings(DataSettings(), RetrieverSettings("hybrid", {}), row="core", swept=swept)
-    assert run_name(settings, ROWS["core"]) == "core/hybrid w=0.25 retriever.lexical.k1=1.2"
+    assert (
+        run_name(settings.retriever.name, settings.swept, ROWS["core"]) == "core/hybrid w=0.25 retriever.lexical.k1=1.2"
+    )
 
 
 def test_decides_only_for_a_clean_core_run():

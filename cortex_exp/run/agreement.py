@@ -13,12 +13,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from cortex_exp.data.corpus import Corpus, CorpusDiff, diff_hashes, fingerprint_of, record_json
 from cortex_exp.errors import ComponentError
 from cortex_exp.retrievers.base import Ranking, SupportsCorpusListing
-from cortex_exp.settings import RunSettings
 
 
 class Listing:
@@ -65,12 +65,12 @@ class Listed:
     differs: CorpusDiff = CorpusDiff((), (), ())
 
 
-def corpus_in_use(settings: RunSettings, corpus: Corpus) -> tuple[Corpus | Listing, Listed]:
+def corpus_in_use(components: Mapping[str, object], corpus: Corpus) -> tuple[Corpus | Listing, Listed]:
     """The corpus the run's fingerprint and drift are about (the first listing a component
     gives, else the corpus file), and what asking for the listings found (the `corpus_listing`
     gate judges it)."""
     failed: dict[str, ComponentError] = {}
-    for name, component in settings.retriever.components.items():
+    for name, component in components.items():
         if not isinstance(component, SupportsCorpusListing):
             continue
         try:

@@ -95,7 +95,7 @@ def run(settings: RunSettings, keep_indexes: bool = True) -> Outcome:
     ready = prepare(settings, row)
     for line in tracking.mark_orphans(uri, settings.mlflow.experiment):
         log(line)
-    note = describe.opening(settings, row, ready.golden, ready.passed, ready.warnings)
+    note = describe.opening(settings.retriever.name, settings.swept, row, ready.golden, ready.passed, ready.warnings)
     with open_benchmark_run(settings, row, uri, ready.indexed, ready.golden, note) as mlrun:
         measured = refused_inside(mlrun, lambda: measure(settings, row, ready))
         if not keep_indexes:
@@ -117,7 +117,7 @@ def run(settings: RunSettings, keep_indexes: bool = True) -> Outcome:
         mlrun.set_tags(tags)  # decides=true is the last word of a run that finishes
         refuse_deferred(found)
         interrupts.checkpoint("bench.logged")
-    print(summary_table(settings, row, measured.means, len(measured.per_query), degraded))
+    print(summary_table(settings.retriever.name, settings.ks, row, measured.means, len(measured.per_query), degraded))
     return Outcome(
         mlrun.run_id, measured.means, measured.per_query, dict(mlrun.journal.tags), measured.health, noted(found)
     )
@@ -139,7 +139,7 @@ def prepare(settings: RunSettings, row: RowSpec) -> Prepared:
     if settings.data.serves and not Path(settings.data.serves).is_file():
         raise InputError(f"data.serves: {settings.data.serves} does not exist (leave it unset for no serve log)")
     corpus, golden = load_corpus(settings.data.corpus), load_golden(settings.data.golden)
-    indexed, listed = corpus_in_use(settings, corpus)  # a service's own listing, else the file
+    indexed, listed = corpus_in_use(settings.retriever.components, corpus)  # a service's own listing, else the file
     stale = stale_result(golden, settings.gates, indexed)
     drift = corpus_drift(golden, indexed, settings.gates)
     loaded = gates.Context(settings.gates, row, corpus, golden, indexed, listed, stale, drift)
@@ -151,7 +151,7 @@ def prepare(settings: RunSettings, row: RowSpec) -> Prepared:
     context = gates.Probed(**_fields(loaded), plan=plan, probes=results)
     found += gates.judge(gates.PROBED, context)
     # after the probe is judged, so that a component down refuses before the stores are learned
-    features, stores, down = load_features(settings, row, corpus)
+    features, stores, down = load_features(settings.data.serves, settings.features, row, corpus)
     found += apply(down, settings.gates)
     interrupts.checkpoint("bench.probed")
     passed = gates_passed(stale, drift, results, stores)
@@ -184,7 +184,7 @@ def measure(settings: RunSettings, row: RowSpec, ready: Prepared) -> Measured:
     interrupts.checkpoint("bench.ranked")
     watch_probed(ranked_by, [r.name for r in ready.context.probes], len(golden.queries))  # a side gone is silent
     shares = silence({name: [len(r) for r in rs] for name, rs in ranked_by.watched.items()})
-    base = combine(settings, ranked_by.components)
+    base = combine(settings.retriever, ranked_by.components)
     unknown = unknown_documents(corpus, base)
     context = gates.Measured(**_fields(ready.context), ranked=ranked_by, base=base, shares=shares, unknown=unknown)
     found = gates.judge(gates.MEASURED, context)

@@ -4,18 +4,21 @@ whether it may decide and its primary numbers. Short: the full record is in tags
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from cortex_exp.golden import GoldenSet
 from cortex_exp.rows import RowSpec
-from cortex_exp.settings import RunSettings
 
 
-def opening(settings: RunSettings, row: RowSpec, golden: GoldenSet, passed: list[str], warnings: list[str]) -> str:
-    """The note a run is created with, before anything is measured."""
+def opening(
+    retriever: str, swept: Mapping[str, str], row: RowSpec, golden: GoldenSet, passed: list[str], warnings: list[str]
+) -> str:
+    """The note a run is created with, before anything is measured: `retriever` (its name) and
+    `swept` (a multirun job's overrides) say which run it is."""
     role = "decides when its run is clean" if row.decides else "reference only: it learns from the verdicts"
-    swept = ", ".join(f"`{k}={v}`" for k, v in settings.swept.items())
+    point = ", ".join(f"`{k}={v}`" for k, v in swept.items())
     lines = [
-        f"**{row.name}** ({role}) × retriever **{settings.retriever.name}**"
-        + (f", sweep point {swept}" if swept else ""),
+        f"**{row.name}** ({role}) × retriever **{retriever}**" + (f", sweep point {point}" if point else ""),
         f"Golden set `{golden.path.name if golden.path else '?'}` — golden_id `{golden.golden_id[:12]}`, "
         f"{len(golden.queries)} queries.",
         "Gates passed: " + ("; ".join(passed) if passed else "none"),

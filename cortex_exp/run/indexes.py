@@ -17,7 +17,7 @@ from cortex_exp.errors import ComponentError
 from cortex_exp.retrievers.base import Index, is_external, parameters, target_of
 from cortex_exp.run.faults import wrap
 from cortex_exp.run.log import log
-from cortex_exp.settings import RunSettings
+from cortex_exp.settings import CacheSettings, RunSettings
 
 _INDEXES: dict[tuple[str, str], Index] = {}  # (component identity, corpus fingerprint) -> index
 
@@ -29,12 +29,12 @@ def identity(component: Any) -> str:
     return json.dumps({"target": target_of(component), "params": params}, sort_keys=True, default=repr)
 
 
-def with_cache_dir(component: Any, settings: RunSettings) -> Any:
+def with_cache_dir(component: Any, cache: CacheSettings) -> Any:
     """A dataclass component with a `cache_dir` field (the dense side's embedding cache) gets
     the run's cache folder, unless it was given one."""
     names = {f.name for f in dataclasses.fields(component)} if dataclasses.is_dataclass(component) else set()
     if "cache_dir" in names and component.cache_dir is None:
-        return dataclasses.replace(component, cache_dir=str(settings.cache.path / "embeddings"))
+        return dataclasses.replace(component, cache_dir=str(cache.path / "embeddings"))
     return component
 
 
@@ -43,7 +43,7 @@ def build_indexes(settings: RunSettings, corpus: Corpus) -> dict[str, Index]:
     file can change while its parameters do not), wrapped in its fault drill if any."""
     out = {}
     for name, component in settings.retriever.components.items():
-        component = with_cache_dir(component, settings)
+        component = with_cache_dir(component, settings.cache)
         key = (identity(component), corpus.fingerprint)
         if key in _INDEXES:
             out[name] = wrap(_INDEXES[key], settings.faults.mode(name), name)

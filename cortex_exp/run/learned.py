@@ -10,11 +10,12 @@ from cortex_exp.data.corpus import Corpus
 from cortex_exp.findings import component_down
 from cortex_exp.rows import RowSpec
 from cortex_exp.run.log import log
-from cortex_exp.settings import RunSettings
+from cortex_exp.settings import FeatureParams
 
 
-def load_features(settings: RunSettings, row: RowSpec, corpus: Corpus):
-    """(features, store health, findings) of `row`; (None, {}, []) for a row without learned
+def load_features(serves_path: str | None, params: FeatureParams, row: RowSpec, corpus: Corpus):
+    """(features, store health, findings) of `row`, learned from the serve log at `serves_path`
+    (`data.serves`) with `params` (`row.features`); (None, {}, []) for a row without learned
     features.
 
     A store that fails to load or answer is COMPONENT DOWN; an empty one is allowed (reported
@@ -24,9 +25,9 @@ def load_features(settings: RunSettings, row: RowSpec, corpus: Corpus):
     from cortex_exp.data.servelog import load_serves
     from cortex_exp.features import learn_features
 
-    serves = load_serves(settings.data.serves) if settings.data.serves else None
+    serves = load_serves(serves_path) if serves_path else None
     try:
-        features = learn_features(serves, corpus, settings.features)
+        features = learn_features(serves, corpus, params)
         health = features.probe()
     except Exception as exc:  # the store is a component: down, not a bug to hide
         down = component_down(
@@ -40,8 +41,5 @@ def load_features(settings: RunSettings, row: RowSpec, corpus: Corpus):
         return None, {"graph": {"ok": False, "detail": str(exc)}, "boosts": {"ok": False, "detail": str(exc)}}, [down]
     stores = {name: {"ok": True, **health} for name, on in (("graph", row.graph), ("boosts", row.boosts)) if on}
     if health.get("empty"):
-        log(
-            f"note: the learned stores are empty ({settings.data.serves or 'no serve log'}): "
-            f"row {row.name} ranks like core"
-        )
+        log(f"note: the learned stores are empty ({serves_path or 'no serve log'}): row {row.name} ranks like core")
     return features, stores, []

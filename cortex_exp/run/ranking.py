@@ -28,7 +28,7 @@ from cortex_exp.run.indexes import identity, with_cache_dir
 from cortex_exp.run.log import log
 from cortex_exp.run.probe import ProbePlan, ProbeResult, live_check
 from cortex_exp.run.ranking_cache import cache_key, cached_rankings
-from cortex_exp.settings import RunSettings
+from cortex_exp.settings import CacheSettings, RetrieverSettings, RunSettings
 
 # queries per search call: faiss answers a batch of 1,024 several times faster per query than
 # batches of 64 (bench/scale.py: 2.6 vs 14.7 CPU seconds for 1,000 queries over 100k vectors);
@@ -95,7 +95,7 @@ def rank_components(
             log(f"ranked {len(texts)} queries with {name} in {time.perf_counter() - t0:.1f}s")
             return result
 
-        component = with_cache_dir(settings.retriever.components[name], settings)
+        component = with_cache_dir(settings.retriever.components[name], settings.cache)
         # a drill is never cached, nor a component whose answers come from outside the process
         if settings.faults.mode(name) != "none" or is_external(component):
             ranked.components[name] = measure_anyway(ranked, name, compute, len(texts))
@@ -104,20 +104,22 @@ def rank_components(
         key = cache_key(identity(component), code, corpus.fingerprint, texts, depth)
         about = {"component": name, "target": target_of(component), "code": code}
         ranked.components[name] = measure_anyway(
-            ranked, name, lambda k=key, c=compute, a=about: _cached(settings, ranked, k, c, a, len(texts)), len(texts)
+            ranked,
+            name,
+            lambda k=key, c=compute, a=about: _cached(settings.cache, ranked, k, c, a, len(texts)),
+            len(texts),
         )
-        ranked.figures.update(approximation(settings, ranked, name, index, texts))
+        ranked.figures.update(approximation(depth, ranked, name, index, texts))
     return ranked
 
 
-def approximation(settings: RunSettings, ranked: Ranked, name: str, index: Index, texts: list[str]) -> dict[str, float]:
+def approximation(depth: int, ranked: Ranked, name: str, index: Index, texts: list[str]) -> dict[str, float]:
     """An approximate index (the dense side's IVF or HNSW) measured against exact search on the
     run's own queries and rankings (cached ones too): metrics `index_recall_at_<depth>_<name>`
     (the share of the exact top `depth` it found) and `index_recall_queries_<name>`."""
     rankings = ranked.components[name]
     if not isinstance(index, SupportsExactRecall) or not any(len(r) for r in rankings):
         return {}
-    depth = settings.retriever.depth
     try:
         found = index.recall_against_exact(texts, rankings, depth)
     except ComponentError as exc:
@@ -272,13 +274,13 @@ def _check_shape(name: str, rankings: list[Ranking], n: int, depth: int) -> None
 
 
 def _cached(
-    settings: RunSettings, ranked: Ranked, key: str, compute: Callable[[], list[Ranking]], about: dict, n: int
+    cache: CacheSettings, ranked: Ranked, key: str, compute: Callable[[], list[Ranking]], about: dict, n: int
 ) -> list[Ranking]:
     # a failure is not cached: `cached_rankings` stores only what `compute` returned
     def report(path, line: str) -> None:
         ranked.cache.append((str(path), line))
 
-    rankings, source = cached_rankings(key, settings.cache.path, compute, n, about, report)
+    rankings, source = cached_rankings(key, cache.path, compute, n, about, report)
     if source != "computed":
         log(f"reused {about['component']} rankings ({source} cache)")
     return rankings
@@ -294,10 +296,9 @@ def measure_anyway(ranked: Ranked, name: str, compute: Callable[[], list[Ranking
         return [EMPTY] * n
 
 
-def combine(settings: RunSettings, rankings: dict[str, list[Ranking]]) -> list[Ranking]:
+def combine(retriever: RetrieverSettings, rankings: dict[str, list[Ranking]]) -> list[Ranking]:
     """The retriever's ranking per query: the single component's, or the fusion of all."""
-    fusion = settings.retriever.fusion
-    if fusion is None:
+    if retriever.fusion is None:
         (only,) = rankings.values()
         return only
-    return fusion.fuse(rankings, settings.retriever.depth)
+    return retriever.fusion.fuse(rankings, retriever.depth)

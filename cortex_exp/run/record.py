@@ -4,7 +4,7 @@ and artifacts (docs/interface.md §6), and the terminal summary."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -51,22 +51,22 @@ def run_params(settings: RunSettings, row: RowSpec) -> dict[str, Any]:
     return out
 
 
-def run_name(settings: RunSettings, row: RowSpec) -> str:
+def run_name(retriever: str, swept: Mapping[str, str], row: RowSpec) -> str:
     """`<row>/<retriever>`, and for a multirun job ` key=value` per swept override that is not the
     row or the retriever (docs/interface.md §6): `core/hybrid w=0.25`."""
-    parts = [f"{row.name}/{settings.retriever.name}"]
-    parts += [f"{NAME_ALIASES.get(k, k)}={v}" for k, v in settings.swept.items() if k not in ("row", "retriever")]
+    parts = [f"{row.name}/{retriever}"]
+    parts += [f"{NAME_ALIASES.get(k, k)}={v}" for k, v in swept.items() if k not in ("row", "retriever")]
     return " ".join(parts)
 
 
-def run_tags(settings: RunSettings, row: RowSpec, corpus: Corpus, golden: GoldenSet) -> dict[str, str]:
+def run_tags(retriever: str, row: RowSpec, corpus: Corpus, golden: GoldenSet) -> dict[str, str]:
     """The tags a run is created with. `decides` starts false: it turns true only at the end of a
     run that may decide (`final_tags`), so that no RUNNING, FAILED or KILLED run carries it."""
     return {
         **row.tags(),
         "kind": "benchmark",
         "decides": "false",
-        "retriever": settings.retriever.name,
+        "retriever": retriever,
         "corpus_fingerprint": corpus.fingerprint,
         "golden_id": golden.golden_id,
         "degraded": "false",
@@ -104,8 +104,8 @@ def open_benchmark_run(settings: RunSettings, row: RowSpec, uri: str, corpus: Co
     with tracking.open_run(
         uri,
         settings.mlflow.experiment,
-        run_name(settings, row),
-        {**run_tags(settings, row, corpus, golden), tracking.NOTE: note},
+        run_name(settings.retriever.name, settings.swept, row),
+        {**run_tags(settings.retriever.name, row, corpus, golden), tracking.NOTE: note},
         settings.parent_run_id,
         spool_dir=tracking.spool_root(settings.mlflow.spool_dir),
         unfinished_tags={"decides": "false"},
@@ -131,7 +131,7 @@ def log_results(
     interrupts.checkpoint("record.metrics")
     # compare checks the artifact against this digest (and the means above) before it trusts it
     mlrun.set_tags({tracking.PER_QUERY_DIGEST: mlrun.log_jsonl("per_query.jsonl", measured.per_query)})
-    trec, note = run_trec(measured.per_query, run_name(settings, row))
+    trec, note = run_trec(measured.per_query, run_name(settings.retriever.name, settings.swept, row))
     if trec is not None:
         mlrun.log_text("run.trec", trec)
     notes = notes + ([note] if note else [])
@@ -157,9 +157,10 @@ def run_trec(per_query: list[dict], name: str) -> tuple[str | None, str | None]:
         return None, note
 
 
-def summary_table(settings: RunSettings, row: RowSpec, means: dict, n: int, degraded: list[str]) -> str:
-    title = f"{row.name}/{settings.retriever.name}  ({n} queries)"
+def summary_table(retriever: str, ks: list[int], row: RowSpec, means: dict, n: int, degraded: list[str]) -> str:
+    """The terminal table of a measured run: `retriever` (its name), the metrics at `ks`."""
+    title = f"{row.name}/{retriever}  ({n} queries)"
     if degraded:
         title = degraded_banner(degraded) + "\n" + title
-    shown = metrics.metric_names(settings.ks) + metrics.judged_names(settings.ks)  # the condensed view: in MLflow
+    shown = metrics.metric_names(ks) + metrics.judged_names(ks)  # the condensed view: in MLflow
     return table(["metric", "value"], [[m, means[m]] for m in shown], title=title)
