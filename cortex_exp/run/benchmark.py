@@ -10,7 +10,6 @@ FAILED or KILLED, never RUNNING. A component that goes silent during the run fai
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,7 +147,7 @@ def prepare(settings: RunSettings, row: RowSpec) -> Prepared:
     require_queries(indexes, [q.qid for q in golden.queries])  # a ranking file short of queries: no run
     plan = probe_plan(corpus, settings.gates.probe_seed)
     results = probe_all(indexes, corpus, plan=plan)
-    context = gates.Probed(**_fields(loaded), plan=plan, probes=results)
+    context = gates.Probed.after(loaded, plan=plan, probes=results)
     found += gates.judge(gates.PROBED, context)
     # after the probe is judged, so that a component down refuses before the stores are learned
     features, stores, down = load_features(settings.data.serves, settings.features, row, corpus)
@@ -159,11 +158,6 @@ def prepare(settings: RunSettings, row: RowSpec) -> Prepared:
     ready = Prepared(corpus, indexed, golden, indexes, features, health, context, found, passed)
     ready.seconds = time.monotonic() - started
     return ready
-
-
-def _fields(context: gates.Context) -> dict:
-    """A stage's context as the keywords of the next stage's (which adds what it measured)."""
-    return {f.name: getattr(context, f.name) for f in dataclasses.fields(context)}
 
 
 def gates_passed(stale: StaleResult, drift: DriftResult, results: list[ProbeResult], stores: dict) -> list[str]:
@@ -186,7 +180,7 @@ def measure(settings: RunSettings, row: RowSpec, ready: Prepared) -> Measured:
     shares = silence({name: [len(r) for r in rs] for name, rs in ranked_by.watched.items()})
     base = combine(settings.retriever, ranked_by.components)
     unknown = unknown_documents(corpus, base)
-    context = gates.Measured(**_fields(ready.context), ranked=ranked_by, base=base, shares=shares, unknown=unknown)
+    context = gates.Measured.after(ready.context, ranked=ranked_by, base=base, shares=shares, unknown=unknown)
     found = gates.judge(gates.MEASURED, context)
     figures = {**ranked_by.figures, **unknown.figures()}
     ranked = rerank(row, base, golden.queries, ready.features, settings.features, settings.retriever.depth)

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, Self
 
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.findings import Finding
@@ -67,6 +67,11 @@ class Context:
     listed: Listed
     stale: StaleResult
     drift: DriftResult
+
+    @classmethod
+    def after(cls, earlier: Context, **measured: Any) -> Self:
+        """This stage's context: what `earlier` (a stage's before) held, and what was `measured` since."""
+        return cls(**{f.name: getattr(earlier, f.name) for f in fields(earlier)}, **measured)
 
 
 @dataclass(frozen=True)
