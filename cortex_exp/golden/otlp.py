@@ -27,6 +27,7 @@ import json
 import re
 from collections import defaultdict
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 from cortex_exp.data.files import open_input, read_or_fail
@@ -108,9 +109,12 @@ def _requests(path: Path) -> Iterator[tuple[str, dict]]:
     problems.raise_if_any("the OTLP/JSON file")
 
 
-def read_spans(paths: list[Path]) -> dict[str, list[dict]]:
-    """Every span of the files, by trace id (a trace's spans may lie in several requests)."""
+def read_spans(paths: list[Path], drop=None) -> dict[str, list[dict]]:
+    """Every span of the files, by trace id (a trace's spans may lie in several requests); a span
+    delivered twice (same trace and span id: a collector's at-least-once delivery, a file given
+    twice) is read once, the copy counted by `drop("duplicate_span", where)`."""
     by_trace: dict[str, list[dict]] = defaultdict(list)
+    seen: set[tuple[str, str]] = set()
     for path in paths:
         for where, request in _requests(Path(path)):
             if "resourceSpans" not in request:
@@ -122,6 +126,12 @@ def read_spans(paths: list[Path]) -> dict[str, list[dict]]:
                         trace_id = hex_id(span.get("traceId"), where)
                         if not trace_id or not span.get("spanId"):
                             raise InputError(f"{where}: a span without traceId or spanId")
+                        key = (trace_id, hex_id(span["spanId"], where))
+                        if key in seen:
+                            if drop is not None:
+                                drop("duplicate_span", where)
+                            continue
+                        seen.add(key)
                         by_trace[trace_id].append({**span, "_resource": resource, "_where": where})
     return by_trace
 
@@ -176,19 +186,33 @@ def _events(span: dict, span_id: str, verdict: str) -> list[dict]:
         if "document_position" in meta:
             meta["chunk_index"] = meta.pop("document_position")
         value = a.get("label", a.get("score", a.get("value")))
-        source = str(a.get("annotator_kind") or "").upper()
-        out.append(_feedback(verdict, span_id, value, meta, source, int(event.get("timeUnixNano") or 0) // 10**6))
+        time = int(event.get("timeUnixNano") or 0) // 10**6 or None
+        out.append(_feedback(verdict, span_id, value, meta, a.get("annotator_kind"), time, "span_event"))
     return out
 
 
-def _feedback(name, span_id, value, metadata, source, updated_ms) -> dict:
-    source = {"LLM": "LLM_JUDGE"}.get(source, source)
+def _feedback(name, span_id, value, metadata, source, updated_ms, layer) -> dict:
+    """A verdict as the plain feedback of `cortex_exp.tracking.traces`: `updated_ms` its own time
+    (None: it has none), `layer` its place in the one precedence (`golden.traces.LAYERS`)."""
     return {"name": name, "span_id": span_id, "value": value, "error": False, "metadata": metadata,
-            "source": source, "updated_ms": updated_ms}  # fmt: skip
+            "source": str(source or ""), "updated_ms": updated_ms, "layer": layer}  # fmt: skip
+
+
+def _own_time(obj: dict) -> int | None:
+    """An annotation's own time (Phoenix: `updated_at`, else `created_at`, ISO-8601), in ms."""
+    for key in ("updated_at", "created_at"):
+        text = obj.get(key)
+        if isinstance(text, str):
+            try:
+                ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            except ValueError:
+                return None
+            return int((ts if ts.tzinfo else ts.replace(tzinfo=UTC)).timestamp() * 1000)
+    return None
 
 
 def read_annotations(path: Path, verdict: str) -> dict[str, list[dict]]:
-    """Phoenix-style document annotations, by span id, in file order."""
+    """Phoenix-style document annotations, by span id, in file order; each knows its `file:line`."""
     problems, out = Problems(path), defaultdict(list)
     for line, obj in iter_jsonl(path, problems):
         result = obj.get("result") if isinstance(obj.get("result"), dict) else {}
@@ -203,21 +227,26 @@ def read_annotations(path: Path, verdict: str) -> dict[str, list[dict]]:
         if obj.get("name", verdict) != verdict:
             continue
         span_id = hex_id(obj["span_id"], f"{path}:{line}")
-        source = str(obj.get("annotator_kind") or "").upper()
-        out[span_id].append(_feedback(verdict, span_id, value, {"chunk_index": str(position)}, source, line))
+        meta = {"chunk_index": str(position)}
+        note = _feedback(verdict, span_id, value, meta, obj.get("annotator_kind"), _own_time(obj), "annotation_file")
+        out[span_id].append({**note, "_where": f"{path}:{line}"})
     problems.raise_if_any("the annotations file")
     return out
 
 
-def read_traces(paths: list[Path], annotations: Path | None = None, verdict: str = "verdict") -> Iterator[dict]:
-    """The plain traces of the files, oldest first."""
+def read_traces(
+    paths: list[Path], annotations: Path | None = None, verdict: str = "verdict", drop=None
+) -> Iterator[dict]:
+    """The plain traces of the files, oldest first. `drop(reason, where)` counts what is read
+    but left out: a span delivered twice, an annotation on a span in none of the files."""
     notes = read_annotations(annotations, verdict) if annotations else {}
-    traces = []
-    for trace_id, spans in read_spans(paths).items():
+    traces, spans_read = [], set()
+    for trace_id, spans in read_spans(paths, drop).items():
         plain_spans, feedback, by_id = [], [], {}
         for span in spans:
             where = span["_where"]
             span_id, attrs = hex_id(span["spanId"], where), attributes(span.get("attributes"))
+            spans_read.add(span_id)
             kind = _span_type(attrs)
             docs = _documents(attrs)
             by_id[span_id] = (span, attrs)
@@ -252,10 +281,14 @@ def read_traces(paths: list[Path], annotations: Path | None = None, verdict: str
                 "client_request_id": tags.get("client_request_id"),
                 "state": "ERROR" if status in ERROR_CODES else "OK",
                 "request_time_ms": root["start_ns"] // 10**6,
-                "updated_ms": max([ended, *(f["updated_ms"] for f in feedback if f["updated_ms"] > 10**9)]),
+                "updated_ms": max([ended, *(f["updated_ms"] for f in feedback if f["updated_ms"] is not None)]),
                 "tags": tags,
                 "spans": plain_spans,
-                "feedback": sorted(feedback, key=lambda f: f["updated_ms"]),
+                "feedback": feedback,
             }
         )
+    for span_id, unread in notes.items():
+        if span_id not in spans_read and drop is not None:
+            for note in unread:
+                drop("unknown_span", note["_where"])
     yield from sorted(traces, key=lambda t: (t["request_time_ms"], t["trace_id"]))

@@ -19,7 +19,15 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
-from cortex_exp.data.servelog import Listing, LoggedVerdict, Serve, Tally, ValueMap, serve_from_log
+from cortex_exp.data.servelog import (
+    Listing,
+    LoggedVerdict,
+    Serve,
+    Tally,
+    ValueMap,
+    one_per_serve_id,
+    serve_from_log,
+)
 from cortex_exp.errors import InputError
 
 
@@ -74,6 +82,26 @@ def _get(obj, dotted: str):
     return obj
 
 
+# Which verdict wins (docs/traces.md "Which verdict wins"), for every source of verdicts: a later
+# verdict on a document replaces an earlier one. A verdict with a time of its own (a feedback's
+# last update, a span event's time, an annotation's `updated_at`) is placed by it; one without
+# comes after every timed one. Ties, and the verdicts without a time, go by layer, later layers
+# winning (a file of annotations is a review layer over the trace), then by the order read.
+LAYERS = ("feedback", "span_event", "in_trace_annotation", "annotation_file")
+
+
+def precedence(verdict: dict, order: int) -> tuple:
+    """The sort key of a verdict (a plain feedback dict, `updated_ms` its own time or None):
+    the last in this order is the one in force."""
+    time = verdict.get("updated_ms")
+    return (time is None, time or 0, LAYERS.index(verdict.get("layer") or "feedback"), order)
+
+
+def in_force_order(feedback) -> list[dict]:
+    """A trace's verdicts in `precedence` order (the one in force for a document last)."""
+    return [f for _, f in sorted(((precedence(f, i), f) for i, f in enumerate(feedback)), key=lambda p: p[0])]
+
+
 class TraceReader:
     """Turns plain traces into serves, one at a time; keeps the tally, what the mapping matched,
     and the digest of the trace ids with their last update."""
@@ -82,19 +110,30 @@ class TraceReader:
         self.mapping, self.sources = mapping, sources
         self.tally = Tally()
         self.traces = 0
-        self.digest = hashlib.sha256()
+        self.updates: list[str] = []  # "trace id:last update", in the order read (the digest)
+        self.gone: set[str] = set()
         self.feedback_names: set[str] = set()
         self.seen_task = self.seen_project = self.seen_retriever = self.seen_verdict = False
 
-    def serves(self, traces: Iterable[dict]) -> list[Serve]:
-        out = [s for s in (self.serve(t) for t in traces) if s is not None]
+    def serves(self, traces: Iterable[dict], window=None) -> list[Serve]:
+        """The serves of `traces`, one per serve id (`one_per_serve_id`). `window`, when the
+        traces came from a store read while it lived (`tracking.traces.WindowRead`), says after
+        the read which traces arrived behind it and which were deleted: both are counted, and a
+        deleted trace's serve is left out."""
+        records = [(t["trace_id"], s) for t in traces if (s := self.serve(t)) is not None]
         self.check_matched()
-        return out
+        if window is not None:
+            self.gone = set(window.deleted)
+            for tid in window.deleted:
+                self.tally.drop("deleted_during_read", tid)
+            for tid in window.arrived:
+                self.tally.drop("arrived_during_read", tid)
+        return one_per_serve_id([(w, s) for w, s in records if w not in self.gone], self.tally)
 
     def serve(self, trace: dict) -> Serve | None:
         m, tid = self.mapping, trace["trace_id"]
         self.traces += 1
-        self.digest.update(f"{tid}:{trace.get('updated_ms')}\n".encode())
+        self.updates.append(f"{tid}:{trace.get('updated_ms')}")
         if trace.get("state") == "ERROR":
             self.tally.drop("error_trace", tid)
             return None
@@ -167,7 +206,7 @@ class TraceReader:
 
     def _verdicts(self, trace: dict, listings: list[Listing]) -> list[LoggedVerdict]:
         m, keys, out = self.mapping, {listing.key for listing in listings}, []
-        for f in trace.get("feedback", ()):
+        for f in in_force_order(trace.get("feedback", ())):
             self.feedback_names.add(f["name"])
             if f["name"] != m.verdict:
                 continue
@@ -219,7 +258,11 @@ class TraceReader:
 
     def described(self) -> dict:
         """The manifest's account of what was read."""
-        return {"traces": self.traces, "traces_digest": self.digest.hexdigest()[:16], **self.tally.as_json()}
+        digest = hashlib.sha256()
+        for line in self.updates:
+            if line.split(":", 1)[0] not in self.gone:
+                digest.update(f"{line}\n".encode())
+        return {"traces": self.traces, "traces_digest": digest.hexdigest()[:16], **self.tally.as_json()}
 
 
 def _position(value) -> int | None:
