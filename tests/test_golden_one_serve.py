@@ -21,7 +21,7 @@ from support.otlp_files import serve_spans, trace_ids, verdict_event, write_requ
 from support.trace_log import T0, write_corpus
 
 from cortex_exp.golden.__main__ import main
-from cortex_exp.golden.traces import LAYERS
+from cortex_exp.golden.precedence import LAYERS
 
 NS = 10**6  # ns per ms
 

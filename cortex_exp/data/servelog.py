@@ -173,6 +173,7 @@ VALUE_PRESETS = {  # named value maps a setting can combine (`presets: [thumbs, 
         "👎": "noise",
     },
     "booleans": {"true": "helped", "yes": "helped", "false": "noise", "no": "noise"},
+    "relevance": {"relevant": "helped", "unrelated": "noise", "irrelevant": "noise"},  # Phoenix's relevance labels
 }
 
 

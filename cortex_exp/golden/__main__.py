@@ -178,7 +178,7 @@ def build(args):
         if args.map is not None:
             return sources.build_from_map(args.corpus, args.out, args.serves, args.map, verdict_sources=picked)
         return build_from_files(args.corpus, args.serves, args.out)
-    from cortex_exp.golden.traces import TraceMapping, read_map_file
+    from cortex_exp.golden.mapping import TraceMapping, read_map_file
 
     common = {
         "since": sources.parse_time(args.since, "--since"),

@@ -9,6 +9,7 @@ rebuild` reads the same source again.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,8 +19,9 @@ from cortex_exp.errors import InputError
 from cortex_exp.golden.filters import build_golden
 from cortex_exp.golden.lineage import carry_forward
 from cortex_exp.golden.manifest import describe_inputs
+from cortex_exp.golden.mapping import TraceMapping
 from cortex_exp.golden.store import GoldenSet, check_out_dir, write_golden
-from cortex_exp.golden.traces import TraceMapping, TraceReader
+from cortex_exp.golden.traces import TraceReader
 from cortex_exp.progress import bar
 
 
@@ -111,6 +113,8 @@ def build_from_mlflow(
     check_out_dir(out_dir, (corpus_path,))
     corpus = load_corpus(corpus_path)  # a bad corpus is refused before the store is read
     mapping = mapping or TraceMapping()
+    if mapping.default_project is None and how == "build":  # one project named after the experiment
+        mapping = replace(mapping, default_project=experiment)  # recorded: a rebuild reads the mapping as built
     if experiment_id is None:
         exp_id = find_experiment(uri, experiment)
     else:
@@ -165,7 +169,7 @@ def build_from_otlp(
     corpus = load_corpus(corpus_path)
     mapping = mapping or TraceMapping()
     reader = TraceReader(mapping, verdict_sources)
-    traces = in_window(read_traces(files, annotations, mapping.verdict, reader.tally.drop), since, until)
+    traces = in_window(read_traces(files, annotations, reader.tally.drop), since, until)
     serves = reader.serves(counted(traces, "reading traces"))
     named = describe_inputs(**{f"file{i}": f for i, f in enumerate(files)})
     source = {
@@ -193,7 +197,7 @@ def build_from_map(
 ) -> GoldenSet:
     """A golden set from a team's own JSONL, through the JMESPath expressions of MAP.yaml."""
     from cortex_exp.golden.jsonmap import JsonMap, read_mapped
-    from cortex_exp.golden.traces import read_map_file
+    from cortex_exp.golden.mapping import read_map_file
 
     check_out_dir(out_dir, (corpus_path, serves_path, map_path))
     corpus = load_corpus(corpus_path)

@@ -10,7 +10,7 @@ traces in memory, each trace once while the store changes — so that the golden
 
 `feedback` holds the assessments in force only (`Trace.search_assessments(type="feedback")`:
 one overridden by another is left out, its metadata inherited by the one in force), oldest
-first; which wins on a document is `golden.traces.precedence`'s to say.
+first; which wins on a document is `golden.precedence`'s to say.
 """
 
 from __future__ import annotations
