@@ -6,12 +6,16 @@ scheme (`Bearer <token>` -> `<token>`), and their JSON- and URL-escaped forms, s
 echoes the header in its error body cannot put the secret into a message. The writers call
 `scrub`: the MLflow run's tags, description, params and artifacts (`tracking.runlog`), the
 terminal's log lines (`logs`) and error messages (`errors.report`).
+
+A tracking URI may carry credentials (`http://user:password@host`, which MLflow's client sends
+as basic auth): `uri_credentials(uri)` notes them (`tracking.store.resolve_uri` calls it), so
+`http://alice:[redacted]@host` is all a message ever shows.
 """
 
 from __future__ import annotations
 
 import json
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlsplit
 
 REDACTED = "[redacted]"
 MIN_LENGTH = 4  # a shorter fragment (a scheme word) is not worth hiding and would mangle text
@@ -44,3 +48,20 @@ def scrub(text: str) -> str:
         if form in text:
             text = text.replace(form, REDACTED)
     return text
+
+
+def uri_credentials(uri: str) -> str:
+    """Note the password of a URI's `user:password@` as a secret (whole, and as the URI holds it,
+    percent-encoded); returns the URI unchanged. A password shorter than `MIN_LENGTH` is hidden
+    with its `user:` (`alice:[redacted]@` needs the password's own forms; a shorter one, the pair)."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return uri
+    if parts.password:
+        raw = parts.netloc.rsplit("@", 1)[0].split(":", 1)[1]
+        secret(raw)
+        secret(unquote(raw))
+        if len(raw) < MIN_LENGTH:
+            secret(parts.netloc.rsplit("@", 1)[0])
+    return uri

@@ -106,7 +106,7 @@ def test_an_otlp_file_that_is_not_an_export_request_exits_2(tmp_path, capsys):
         )
         == 2
     )
-    assert f"{tmp_path / 'bad.jsonl'}:1: not an OTLP/JSON export request" in capsys.readouterr().err
+    assert f"{tmp_path / 'bad.jsonl'}:1: neither an OTLP/JSON export request" in capsys.readouterr().err
     assert not (tmp_path / "g").exists()
 
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import run_cli
 from lifecycle import Launch, MlflowServer, data_args, migrated_store, store_from, store_runs, tiny_dataset
 from mlflow.tracking import MlflowClient
+from support.disk import fill
+from support.disk import small_disk as mounted
 
 pytestmark = pytest.mark.slow
 INSIDE_THE_RUN = "ranked 2 queries"  # printed after the MLflow run opened, before anything is logged
@@ -95,19 +96,8 @@ def test_a_run_left_running_by_a_dead_process_is_marked_killed_at_the_next_start
 @pytest.fixture
 def small_disk(tmp_path):
     """A 4 MB tmpfs (a real file system that fills up); mounting one needs root."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True).returncode:
-        pytest.skip("cannot mount a tmpfs here (needs root / CAP_SYS_ADMIN) to fill a real disk")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def fill(mount: Path, leave_kb: int) -> None:
-    (mount / "filler").unlink(missing_ok=True)
-    stat = os.statvfs(mount)
-    size = stat.f_bavail * stat.f_frsize - leave_kb * 1024
-    subprocess.run(["fallocate", "-l", str(size), str(mount / "filler")], check=True)
+    with mounted(tmp_path / "disk") as mount:
+        yield mount
 
 
 def test_a_full_disk_is_one_line_exit_4_the_run_failed_and_spooled(small_disk, tmp_path):

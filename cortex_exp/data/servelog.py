@@ -173,6 +173,7 @@ VALUE_PRESETS = {  # named value maps a setting can combine (`presets: [thumbs, 
         "👎": "noise",
     },
     "booleans": {"true": "helped", "yes": "helped", "false": "noise", "no": "noise"},
+    "relevance": {"relevant": "helped", "unrelated": "noise", "irrelevant": "noise"},  # Phoenix's relevance labels
 }
 
 
@@ -226,6 +227,35 @@ def _value_text(value) -> str:
     return str(value).strip().casefold()
 
 
+# Who gave a verdict, in the words the sources use (MLflow's AssessmentSource types HUMAN,
+# LLM_JUDGE, CODE; Phoenix's and OpenInference's annotator kinds HUMAN, LLM, CODE): the kind it is
+# counted and kept under (`--verdict-sources`). Another word is kept as written, upper-cased.
+SOURCE_WORDS = {"human": "HUMAN", "llm": "LLM_JUDGE", "llm_judge": "LLM_JUDGE", "code": "CODE"}
+
+
+def source_kind(word) -> str:
+    """A verdict's source as its kind (`SOURCE_WORDS`); "" when the log does not say."""
+    text = str(word or "").strip()
+    return SOURCE_WORDS.get(text.casefold(), text.upper())
+
+
+def one_per_serve_id(records: list[tuple[str, Serve]], tally: Tally) -> list[Serve]:
+    """One serve per serve id, whatever the source: of records (where, serve) sharing an id, the
+    later (by `ts`, ties by the order read: a corrected re-export wins) replaces the earlier,
+    which is counted `replaced` with both places. The serves kept, in the order read."""
+    kept: dict[str, tuple[int, str, Serve]] = {}
+    for order, (where, serve) in enumerate(records):
+        before = kept.get(serve.serve_id)
+        if before is not None:
+            _, was, earlier = before
+            if serve.ts < earlier.ts:
+                tally.drop("replaced", f"{where} (replaced by {was})")
+                continue
+            tally.drop("replaced", f"{was} (replaced by {where})")
+        kept[serve.serve_id] = (order, where, serve)
+    return [serve for _, _, serve in sorted(kept.values(), key=lambda k: k[0])]
+
+
 @dataclass(frozen=True)
 class LoggedVerdict:
     """One verdict as a source logged it, before the value map: on which listing of documents
@@ -234,7 +264,7 @@ class LoggedVerdict:
     value: object
     doc_id: str | None
     position: int | None
-    source: str  # who gave it: HUMAN, CODE, LLM_JUDGE, ... ("" when the log does not say)
+    source: str  # who gave it, in the source's word (`source_kind`; "" when the log does not say)
     listing: str | None = None
 
 
@@ -276,8 +306,9 @@ def serve_from_log(
             slots.setdefault((None, doc_id), len(items))
             items.append([doc_id, channel, None])
     for v in verdicts:
-        tally.by_source[v.source or "unknown"] = tally.by_source.get(v.source or "unknown", 0) + 1
-        if sources is not None and v.source not in sources:
+        kind = source_kind(v.source)
+        tally.by_source[kind or "unknown"] = tally.by_source.get(kind or "unknown", 0) + 1
+        if sources is not None and kind not in sources:
             tally.drop("verdict_source", where)
             continue
         slot = slots.get((v.listing, v.doc_id)) if v.doc_id is not None else by_position.get((v.listing, v.position))

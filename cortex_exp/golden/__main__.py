@@ -12,6 +12,7 @@ from pathlib import Path
 from cortex_exp.errors import InputError, quiet_stdout, run_cli
 from cortex_exp.golden.beir import import_beir
 from cortex_exp.golden.build import build_from_files, rebuild
+from cortex_exp.golden.commit import disk_full
 from cortex_exp.golden.export import FILES, FORMATS, export
 from cortex_exp.tables import WIDTH
 
@@ -30,12 +31,18 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--tracking-uri", help="--from mlflow: default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db")
     t.add_argument("--since", help="only traces requested at or after this ISO-8601 time")
     t.add_argument("--until", help="only traces requested before this ISO-8601 time")
-    t.add_argument("--filter", help="--from mlflow: an MLflow trace filter string, e.g. \"tags.env = 'prod'\"")
+    t.add_argument(
+        "--filter",
+        help="--from mlflow: an MLflow trace filter, clauses joined by AND, e.g. \"tags.env = 'prod'\"",
+    )
     t.add_argument("--map", type=Path, help="MAP.yaml: the mapping's settings (JMESPath expressions with --serves)")
     t.add_argument(
         "--annotations", type=Path, help="--from otlp: document annotations JSONL (span_id, document_position, label)"
     )
-    t.add_argument("--verdict-sources", help="keep verdicts of these source types only, e.g. human,code (default all)")
+    t.add_argument(
+        "--verdict-sources",
+        help="keep the verdicts of these sources only: human, llm, code, e.g. human,code (default all)",
+    )
     r = sub.add_parser("rebuild", help="rebuild a golden set in place from the inputs its manifest names")
     r.add_argument("dir", type=Path)
     i = sub.add_parser("import-beir", help="import a BEIR collection as corpus + golden set")
@@ -171,7 +178,7 @@ def build(args):
         if args.map is not None:
             return sources.build_from_map(args.corpus, args.out, args.serves, args.map, verdict_sources=picked)
         return build_from_files(args.corpus, args.serves, args.out)
-    from cortex_exp.golden.traces import TraceMapping, read_map_file
+    from cortex_exp.golden.mapping import TraceMapping, read_map_file
 
     common = {
         "since": sources.parse_time(args.since, "--since"),
@@ -205,22 +212,33 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
 
     def go():
-        if args.command == "build":
-            golden = build(args)
-        elif args.command == "rebuild":
-            golden = rebuild(args.dir)
-        elif args.command == "export":
-            golden = export(args.dir, args.out, args.format)
-            print(f"exported golden set {golden.golden_id} to {args.out}/ ({', '.join(FILES)})")
-            return
-        elif args.command in HANDLERS:
-            HANDLERS[args.command](args)
-            return
-        else:
-            golden = import_beir(args.beir_dir, args.out)
-        print(summary(golden))
+        try:
+            run(args)
+        except OSError as exc:  # a write outside the commit (a BEIR corpus, a review file): the same exit 4
+            full = disk_full(exc, exc.filename or getattr(args, "out", None) or getattr(args, "dir", None))
+            if full is None:
+                raise
+            raise full from None
 
     return run_cli(go)
+
+
+def run(args) -> None:
+    """One golden command, its summary on stdout."""
+    if args.command == "build":
+        golden = build(args)
+    elif args.command == "rebuild":
+        golden = rebuild(args.dir)
+    elif args.command == "export":
+        golden = export(args.dir, args.out, args.format)
+        print(f"exported golden set {golden.golden_id} to {args.out}/ ({', '.join(FILES)})")
+        return
+    elif args.command in HANDLERS:
+        HANDLERS[args.command](args)
+        return
+    else:
+        golden = import_beir(args.beir_dir, args.out)
+    print(summary(golden))
 
 
 if __name__ == "__main__":

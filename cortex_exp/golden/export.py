@@ -27,7 +27,7 @@ from pathlib import Path
 
 from cortex_exp.data.trec import format_qrels
 from cortex_exp.errors import InputError
-from cortex_exp.golden.commit import replace_file
+from cortex_exp.golden.commit import new_folders, replace_file
 from cortex_exp.golden.load import load_golden
 from cortex_exp.golden.store import GoldenSet
 
@@ -72,12 +72,12 @@ def export(golden_dir: Path, out: Path, fmt: str = "trec") -> GoldenSet:
     beir = [{"_id": q.qid, "text": q.text, "metadata": {"project": q.project}} for q in golden.queries]
     record = {"golden_id": golden.golden_id, "source": str(Path(golden_dir).resolve()), "format": fmt}
     record.update(grades=GRADES, queries=len(golden.queries), judgments=len(judgments))
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "export.json").unlink(missing_ok=True)
-    replace_file(out / "qrels.txt", qrels)
-    replace_file(out / "queries.tsv", "".join(f"{q.qid}\t{_one_line(q.text)}\n" for q in golden.queries))
-    replace_file(out / "queries.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in beir))
-    replace_file(out / "export.json", json.dumps(record, indent=2) + "\n")
+    with new_folders(out):
+        (out / "export.json").unlink(missing_ok=True)
+        replace_file(out / "qrels.txt", qrels)
+        replace_file(out / "queries.tsv", "".join(f"{q.qid}\t{_one_line(q.text)}\n" for q in golden.queries))
+        replace_file(out / "queries.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in beir))
+        replace_file(out / "export.json", json.dumps(record, indent=2) + "\n")
     return golden
 
 

@@ -12,7 +12,8 @@ part of a serve a JMESPath expression (https://jmespath.org) over one line (docs
                                     position), its value (through the value map), who gave it
     presets, values, threshold      the value map (data.servelog.ValueMap)
 
-Verdicts are joined to documents and counted exactly as for traces (`data.servelog.serve_from_log`).
+Verdicts are joined to documents and counted exactly as for traces (`data.servelog.serve_from_log`);
+a serve id on several lines is one serve, the later record winning (`data.servelog.one_per_serve_id`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cortex_exp.data.jsonl import Problems, iter_jsonl
-from cortex_exp.data.servelog import Listing, LoggedVerdict, Serve, Tally, ValueMap, _Clock, serve_from_log
+from cortex_exp.data.servelog import (
+    Listing,
+    LoggedVerdict,
+    Serve,
+    Tally,
+    ValueMap,
+    _Clock,
+    one_per_serve_id,
+    serve_from_log,
+)
 from cortex_exp.errors import InputError
 
 REQUIRED = ("serve_id", "ts", "project", "task", "listings", "documents", "doc_id", "verdicts", "verdict_value")
@@ -82,7 +92,7 @@ def read_mapped(path: Path, jmap: JsonMap, sources: frozenset[str] | None) -> tu
     """The serves of a team's JSONL through the map; what was dropped, counted by reason."""
     path = Path(path)
     problems, tally, clock = Problems(path), Tally(), _Clock(None)
-    serves, matched, lines = [], dict.fromkeys(("serve_id", "ts", "project", "task", "listings", "verdicts"), 0), 0
+    records, matched, lines = [], dict.fromkeys(("serve_id", "ts", "project", "task", "listings", "verdicts"), 0), 0
     for line, obj in iter_jsonl(path, problems):
         lines += 1
         found = {k: jmap.get(k, obj) for k in matched}
@@ -100,20 +110,11 @@ def read_mapped(path: Path, jmap: JsonMap, sources: frozenset[str] | None) -> tu
         try:
             listings = _listings(jmap, obj, "always", "always") + _listings(jmap, obj, "listings", None)
             verdicts = [_verdict(jmap, v) for v in (found["verdicts"] or [])]
-            serves.append(
-                serve_from_log(
-                    where,
-                    found["serve_id"],
-                    ts,
-                    found["project"],
-                    found["task"],
-                    listings,
-                    verdicts,
-                    jmap.values,
-                    tally,
-                    sources,
-                )  # fmt: skip
-            )
+            serve = serve_from_log(
+                where, found["serve_id"], ts, found["project"], found["task"], listings, verdicts, jmap.values, tally,
+                sources,
+            )  # fmt: skip
+            records.append((where, serve))
         except InputError as exc:
             problems.add(line, str(exc).removeprefix(where + ": "))
     never = [f"{k} ({jmap.text[k]})" for k, n in matched.items() if n == 0 and k in jmap.text]
@@ -122,6 +123,7 @@ def read_mapped(path: Path, jmap: JsonMap, sources: frozenset[str] | None) -> tu
             f"{path}: the map matches no field in any of its {lines} lines: {', '.join(never)}; nothing was written"
         )
     problems.raise_if_any("the mapped serve log")
+    serves = one_per_serve_id(records, tally)
     return serves, {"lines": lines, **tally.as_json()}
 
 

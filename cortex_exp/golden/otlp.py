@@ -1,22 +1,22 @@
-"""Traces from OpenTelemetry files (OTLP/JSON: what the collector's file exporter and Phoenix's
-export write), as the plain values `golden.traces.TraceReader` maps (the shape of
-`cortex_exp.tracking.traces`).
+"""Traces from OpenTelemetry files, as the plain values `golden.traces.TraceReader` maps (the
+shape of `cortex_exp.tracking.traces`).
 
-A file holds one export request (`{"resourceSpans": [...]}`) per line, or one JSON document.
-Ids are hex (OTLP/JSON) or base64 (protobuf's own JSON mapping). Per span:
+A file holds one OTLP/JSON export request (`{"resourceSpans": [...]}`) a line (the collector's
+file exporter), one pretty-printed request, or the SDK's ConsoleSpanExporter output: a stream of
+`ReadableSpan.to_json()` values (`golden.console`). Ids are hex (`0x` or not) or base64
+(protobuf's own JSON mapping). Per span:
 - type: `openinference.span.kind` (RETRIEVER, ...), else MLflow's `mlflow.spanType`, else
   RETRIEVER when it carries the GenAI convention's `gen_ai.retrieval.documents`;
 - inputs: the JSON object of `input.value` (or `mlflow.spanInputs`); a plain text input is
-  `{"value": text}`;
+  `{"value": text}` (OpenInference's `input.mime_type` text/plain is never parsed);
 - outputs of a retriever: OpenInference's `retrieval.documents.N.document.{id,content,metadata}`,
   or `gen_ai.retrieval.documents` (a JSON list of `{id, content?, metadata?}`), as
   `{"id", "page_content", "metadata"}` documents;
-- tags of the trace: resource attributes, the root span's attributes and the keys of its
-  OpenInference `metadata` JSON; `client_request_id` among them names the serve.
-Verdicts: span events named like the verdict (attributes `document_position` or `doc_id`,
-`label` or `score`, `annotator_kind`), and the document annotations of `--annotations FILE`
-(Phoenix-style JSON lines: `span_id`, `document_position`, `label` or `result.label` /
-`result.score`, optional `name`, `annotator_kind`).
+- tags of the trace: resource attributes (`openinference.project.name`), the root span's
+  attributes and the keys of its OpenInference `metadata` JSON; `client_request_id` among them
+  names the serve.
+Verdicts: span events, OpenInference's in-trace annotations and a file of Phoenix-style document
+annotations (`golden.annotations`), each in its layer of the one precedence.
 """
 
 from __future__ import annotations
@@ -32,17 +32,19 @@ from pathlib import Path
 from cortex_exp.data.files import open_input, read_or_fail
 from cortex_exp.data.jsonl import Problems, iter_jsonl
 from cortex_exp.errors import InputError
+from cortex_exp.golden.annotations import in_trace, read_annotations, span_events
+from cortex_exp.golden.console import as_request, is_console_span, json_values
 
 _DOC = re.compile(r"^retrieval\.documents\.(\d+)\.document\.(id|content|metadata|score)$")
-ERROR_CODES = (2, "STATUS_CODE_ERROR")
+ERROR_CODES = (2, "STATUS_CODE_ERROR")  # OTLP/JSON writes the enum's number or its name
 
 
 def hex_id(value, where: str) -> str:
-    """A trace or span id as lowercase hex, from hex or base64."""
+    """A trace or span id as lowercase hex, from hex (`0x` or not) or base64."""
     if not isinstance(value, str) or not value:
         return ""
-    if re.fullmatch(r"[0-9a-fA-F]{16}|[0-9a-fA-F]{32}", value):
-        return value.lower()
+    if re.fullmatch(r"(0x)?([0-9a-fA-F]{16}|[0-9a-fA-F]{32})", value):  # base64 may begin with 0x too
+        return value.removeprefix("0x").lower()
     try:
         return base64.b64decode(value, validate=True).hex()
     except (binascii.Error, ValueError):
@@ -69,6 +71,7 @@ def any_value(v):
 
 
 def attributes(pairs) -> dict:
+    """OTLP/JSON attributes (`[{"key", "value": AnyValue}]`) as a plain dict."""
     return {p["key"]: any_value(p.get("value")) for p in pairs or () if isinstance(p, dict) and "key" in p}
 
 
@@ -89,32 +92,46 @@ def _parses(line: bytes) -> bool:
     return True
 
 
-def _requests(path: Path) -> Iterator[tuple[str, dict]]:
-    """(where, export request) of a file: one per line, or the whole file as one."""
+def _values(path: Path) -> Iterator[tuple[str, object]]:
+    """(where, JSON value) of a file: one a line (the collector's file exporter), or a stream of
+    pretty-printed values (one export request; the SDK's ConsoleSpanExporter: `golden.console`)."""
     with open_input(path, "an OTLP/JSON file") as fh:
         first = read_or_fail(path, fh.readline)
-    if not _parses(first):  # not one request a line: one (pretty-printed) document
+    if not _parses(first):
+        raw = read_or_fail(path, path.read_bytes)
         try:
-            whole = json.loads(read_or_fail(path, path.read_bytes))
-        except ValueError as exc:
-            raise InputError(f"{path}: neither JSON lines nor one JSON document: {exc}") from None
-        if not isinstance(whole, dict):
-            raise InputError(f"{path}: expected an OTLP/JSON export request, got {type(whole).__name__}")
-        yield str(path), whole
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: not UTF-8 text: {exc}") from None
+        yield from json_values(path, text)
         return
     problems = Problems(path)
-    for line, obj in iter_jsonl(path, problems):
-        yield f"{path}:{line}", obj
+    yield from ((f"{path}:{line}", obj) for line, obj in iter_jsonl(path, problems))
     problems.raise_if_any("the OTLP/JSON file")
 
 
-def read_spans(paths: list[Path]) -> dict[str, list[dict]]:
-    """Every span of the files, by trace id (a trace's spans may lie in several requests)."""
+def _requests(path: Path) -> Iterator[tuple[str, dict]]:
+    """(where, export request) of a file; a console span is read as a request holding it."""
+    for where, value in _values(path):
+        if is_console_span(value):
+            yield where, as_request(value, where)
+        elif isinstance(value, dict) and "resourceSpans" in value:
+            yield where, value
+        else:
+            raise InputError(
+                f"{where}: neither an OTLP/JSON export request (no resourceSpans) nor a span as the SDK's "
+                f"ConsoleSpanExporter writes it (no context); got {str(value)[:60]!r}"
+            )
+
+
+def read_spans(paths: list[Path], drop=None) -> dict[str, list[dict]]:
+    """Every span of the files, by trace id (a trace's spans may lie in several requests); a span
+    delivered twice (same trace and span id: a collector's at-least-once delivery, a file given
+    twice) is read once, the copy counted by `drop("duplicate_span", where)`."""
     by_trace: dict[str, list[dict]] = defaultdict(list)
+    seen: set[tuple[str, str]] = set()
     for path in paths:
         for where, request in _requests(Path(path)):
-            if "resourceSpans" not in request:
-                raise InputError(f"{where}: not an OTLP/JSON export request (no resourceSpans)")
             for rs in request["resourceSpans"] or ():
                 resource = attributes((rs.get("resource") or {}).get("attributes"))
                 for ss in rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or ():
@@ -122,6 +139,12 @@ def read_spans(paths: list[Path]) -> dict[str, list[dict]]:
                         trace_id = hex_id(span.get("traceId"), where)
                         if not trace_id or not span.get("spanId"):
                             raise InputError(f"{where}: a span without traceId or spanId")
+                        key = (trace_id, hex_id(span["spanId"], where))
+                        if key in seen:
+                            if drop is not None:
+                                drop("duplicate_span", where)
+                            continue
+                        seen.add(key)
                         by_trace[trace_id].append({**span, "_resource": resource, "_where": where})
     return by_trace
 
@@ -161,63 +184,25 @@ def _span_type(attrs: dict) -> str:
 
 
 def _inputs(attrs: dict):
+    """A span's inputs: the JSON of `input.value` (or `mlflow.spanInputs`); text stays text when
+    OpenInference says it is (`input.mime_type` text/plain), and a value that is not a JSON
+    object is `{"value": ...}`."""
     raw = attrs.get("input.value", attrs.get("mlflow.spanInputs"))
-    found = _json(raw)
+    found = raw if attrs.get("input.mime_type") == "text/plain" else _json(raw)
     return found if isinstance(found, dict) or found is None else {"value": found}
 
 
-def _events(span: dict, span_id: str, verdict: str) -> list[dict]:
-    out = []
-    for event in span.get("events") or ():
-        if event.get("name") != verdict:
-            continue
-        a = attributes(event.get("attributes"))
-        meta = {k: str(a[k]) for k in ("doc_id", "document_position") if a.get(k) is not None}
-        if "document_position" in meta:
-            meta["chunk_index"] = meta.pop("document_position")
-        value = a.get("label", a.get("score", a.get("value")))
-        source = str(a.get("annotator_kind") or "").upper()
-        out.append(_feedback(verdict, span_id, value, meta, source, int(event.get("timeUnixNano") or 0) // 10**6))
-    return out
-
-
-def _feedback(name, span_id, value, metadata, source, updated_ms) -> dict:
-    source = {"LLM": "LLM_JUDGE"}.get(source, source)
-    return {"name": name, "span_id": span_id, "value": value, "error": False, "metadata": metadata,
-            "source": source, "updated_ms": updated_ms}  # fmt: skip
-
-
-def read_annotations(path: Path, verdict: str) -> dict[str, list[dict]]:
-    """Phoenix-style document annotations, by span id, in file order."""
-    problems, out = Problems(path), defaultdict(list)
-    for line, obj in iter_jsonl(path, problems):
-        result = obj.get("result") if isinstance(obj.get("result"), dict) else {}
-        value = obj.get("label", result.get("label", result.get("score", obj.get("score"))))
-        position = obj.get("document_position")
-        if not isinstance(obj.get("span_id"), str) or not obj["span_id"]:
-            problems.add(line, "field 'span_id' is missing or not text")
-            continue
-        if not (isinstance(position, int) and not isinstance(position, bool)) or position < 0:
-            problems.add(line, f"field 'document_position' must be a whole number >= 0, got {position!r}")
-            continue
-        if obj.get("name", verdict) != verdict:
-            continue
-        span_id = hex_id(obj["span_id"], f"{path}:{line}")
-        source = str(obj.get("annotator_kind") or "").upper()
-        out[span_id].append(_feedback(verdict, span_id, value, {"chunk_index": str(position)}, source, line))
-    problems.raise_if_any("the annotations file")
-    return out
-
-
-def read_traces(paths: list[Path], annotations: Path | None = None, verdict: str = "verdict") -> Iterator[dict]:
-    """The plain traces of the files, oldest first."""
-    notes = read_annotations(annotations, verdict) if annotations else {}
-    traces = []
-    for trace_id, spans in read_spans(paths).items():
+def read_traces(paths: list[Path], annotations: Path | None = None, drop=None) -> Iterator[dict]:
+    """The plain traces of the files, oldest first. `drop(reason, where)` counts what is read
+    but left out: a span delivered twice, an annotation on a span in none of the files."""
+    notes = read_annotations(annotations, hex_id) if annotations else {}
+    traces, spans_read = [], set()
+    for trace_id, spans in read_spans(paths, drop).items():
         plain_spans, feedback, by_id = [], [], {}
         for span in spans:
             where = span["_where"]
             span_id, attrs = hex_id(span["spanId"], where), attributes(span.get("attributes"))
+            spans_read.add(span_id)
             kind = _span_type(attrs)
             docs = _documents(attrs)
             by_id[span_id] = (span, attrs)
@@ -232,7 +217,7 @@ def read_traces(paths: list[Path], annotations: Path | None = None, verdict: str
                     "outputs": docs if docs is not None else _json(attrs.get("output.value")),
                 }
             )
-            feedback += _events(span, span_id, verdict) + notes.get(span_id, [])
+            feedback += span_events(span, span_id, attributes) + in_trace(attrs, span_id) + notes.get(span_id, [])
         root = min(
             (s for s in plain_spans if not s["parent_id"] or s["parent_id"] not in by_id),
             key=lambda s: s["start_ns"],
@@ -252,10 +237,14 @@ def read_traces(paths: list[Path], annotations: Path | None = None, verdict: str
                 "client_request_id": tags.get("client_request_id"),
                 "state": "ERROR" if status in ERROR_CODES else "OK",
                 "request_time_ms": root["start_ns"] // 10**6,
-                "updated_ms": max([ended, *(f["updated_ms"] for f in feedback if f["updated_ms"] > 10**9)]),
+                "updated_ms": max([ended, *(f["updated_ms"] for f in feedback if f["updated_ms"] is not None)]),
                 "tags": tags,
                 "spans": plain_spans,
-                "feedback": sorted(feedback, key=lambda f: f["updated_ms"]),
+                "feedback": feedback,
             }
         )
+    for span_id, unread in notes.items():
+        if span_id not in spans_read and drop is not None:
+            for note in unread:
+                drop("unknown_span", note["_where"])
     yield from sorted(traces, key=lambda t: (t["request_time_ms"], t["trace_id"]))

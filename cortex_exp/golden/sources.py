@@ -9,39 +9,70 @@ rebuild` reads the same source again.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from cortex_exp.data.corpus import load_corpus
+from cortex_exp.data.servelog import SOURCE_WORDS, source_kind
 from cortex_exp.errors import InputError
 from cortex_exp.golden.filters import build_golden
 from cortex_exp.golden.lineage import carry_forward
 from cortex_exp.golden.manifest import describe_inputs
+from cortex_exp.golden.mapping import TraceMapping
 from cortex_exp.golden.store import GoldenSet, check_out_dir, write_golden
-from cortex_exp.golden.traces import TraceMapping, TraceReader
+from cortex_exp.golden.traces import TraceReader
 from cortex_exp.progress import bar
 
 
 def parse_time(text: str | None, flag: str) -> datetime | None:
-    """An ISO-8601 time (UTC when it names no zone) of `--since`/`--until`."""
+    """An ISO-8601 time (UTC when it names no zone) of `--since`/`--until`, to the microsecond."""
     if text is None:
         return None
     try:
         ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise InputError(f"{flag} {text!r}: not an ISO-8601 time (e.g. 2026-11-20T10:00:00Z)") from None
+        raise InputError(f"{flag} {text!r}: not an ISO-8601 time (e.g. 2026-11-20T10:00:00.250Z)") from None
     return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
 
 
 def _iso(ts: datetime | None) -> str | None:
-    return None if ts is None else ts.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    """As the manifest records a time: in UTC, at the precision it was given (a rebuild reads the
+    same window: `19:15:28.900Z` is never `19:15:28Z`)."""
+    return None if ts is None else ts.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _first_ms(ts: datetime | None) -> int | None:
+    """The first whole millisecond at or after `ts` (request times are whole milliseconds)."""
+    if ts is None:
+        return None
+    micros = (ts - _EPOCH) // timedelta(microseconds=1)
+    return -(-micros // 1000)
+
+
+def window_ms(since: datetime | None, until: datetime | None) -> tuple[int | None, int | None]:
+    """`--since`/`--until` as bounds on a request time in whole milliseconds, exactly (no float):
+    kept when `since_ms <= t < until_ms`. Both sources, MLflow and OTLP, read it from here."""
+    return _first_ms(since), _first_ms(until)
 
 
 def sources_of(text: str | None) -> frozenset[str] | None:
-    """`--verdict-sources human,code` as MLflow's source types (HUMAN, CODE); None: all."""
-    if not text or text == "all":
+    """`--verdict-sources human,llm` as the kinds the verdicts are counted under (HUMAN, LLM_JUDGE,
+    CODE: `data.servelog.SOURCE_WORDS`); None: all. Another word is exit 2 listing the valid ones."""
+    if not text or text.strip().casefold() == "all":
         return None
-    return frozenset(part.strip().upper() for part in text.split(",") if part.strip())
+    words = [part.strip() for part in text.split(",") if part.strip()]
+    wrong = [w for w in words if w.casefold() not in SOURCE_WORDS]
+    if wrong or not words:
+        valid = ", ".join(f"{w} ({k})" if w.upper() != k else w for w, k in SOURCE_WORDS.items())
+        raise InputError(
+            f"--verdict-sources {text!r}: unknown source(s) {', '.join(map(repr, wrong)) or 'none given'}; "
+            f"valid: {valid}, or all"
+        )
+    return frozenset(source_kind(w) for w in words)
 
 
 def counted(traces: Iterable[dict], desc: str) -> Iterator[dict]:
@@ -65,6 +96,7 @@ def build_from_mlflow(
     *,
     uri: str,
     experiment: str,
+    experiment_id: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
     filter_string: str | None = None,
@@ -73,17 +105,24 @@ def build_from_mlflow(
     now: datetime | None = None,
     how: str = "build",
 ) -> GoldenSet:
-    """A golden set from an MLflow experiment's traces, read page by page."""
-    from cortex_exp.tracking.traces import find_experiment, public_uri, read_traces, trace_filter
+    """A golden set from an MLflow experiment's traces, read page by page while the store lives
+    (`tracking.traces.WindowRead`). `experiment_id` (a rebuild's) reads that experiment whatever
+    it is called now; else the experiment is found by its name."""
+    from cortex_exp.tracking.traces import WindowRead, experiment_again, find_experiment, public_uri
 
     check_out_dir(out_dir, (corpus_path,))
     corpus = load_corpus(corpus_path)  # a bad corpus is refused before the store is read
     mapping = mapping or TraceMapping()
-    exp_id = find_experiment(uri, experiment)
+    if mapping.default_project is None and how == "build":  # one project named after the experiment
+        mapping = replace(mapping, default_project=experiment)  # recorded: a rebuild reads the mapping as built
+    if experiment_id is None:
+        exp_id = find_experiment(uri, experiment)
+    else:
+        exp_id = experiment_again(uri, experiment_id, experiment, f"{out_dir}/manifest.json source.experiment_id")
     reader = TraceReader(mapping, verdict_sources)
     needed = ({mapping.retriever_type}, {mapping.always_span})  # the spans whose outputs are read
-    traces = read_traces(uri, exp_id, trace_filter(filter_string, since, until), needed)
-    serves = reader.serves(counted(traces, "reading traces"))
+    read = WindowRead(uri, exp_id, filter_string, window_ms(since, until), needed)
+    serves = reader.serves(counted(read, "reading traces"), window=read)
     source = {
         "kind": "mlflow",
         "tracking_uri": public_uri(uri),
@@ -100,8 +139,8 @@ def build_from_mlflow(
 
 
 def in_window(traces: Iterable[dict], since: datetime | None, until: datetime | None) -> Iterator[dict]:
-    lo = None if since is None else since.timestamp() * 1000
-    hi = None if until is None else until.timestamp() * 1000
+    """The traces requested in the window (`window_ms`: the same bounds as MLflow's filter)."""
+    lo, hi = window_ms(since, until)
     for t in traces:
         if (lo is None or t["request_time_ms"] >= lo) and (hi is None or t["request_time_ms"] < hi):
             yield t
@@ -130,7 +169,7 @@ def build_from_otlp(
     corpus = load_corpus(corpus_path)
     mapping = mapping or TraceMapping()
     reader = TraceReader(mapping, verdict_sources)
-    traces = in_window(read_traces(files, annotations, mapping.verdict), since, until)
+    traces = in_window(read_traces(files, annotations, reader.tally.drop), since, until)
     serves = reader.serves(counted(traces, "reading traces"))
     named = describe_inputs(**{f"file{i}": f for i, f in enumerate(files)})
     source = {
@@ -158,7 +197,7 @@ def build_from_map(
 ) -> GoldenSet:
     """A golden set from a team's own JSONL, through the JMESPath expressions of MAP.yaml."""
     from cortex_exp.golden.jsonmap import JsonMap, read_mapped
-    from cortex_exp.golden.traces import read_map_file
+    from cortex_exp.golden.mapping import read_map_file
 
     check_out_dir(out_dir, (corpus_path, serves_path, map_path))
     corpus = load_corpus(corpus_path)
@@ -189,6 +228,7 @@ def rebuild_from_source(source: dict, golden_dir: Path, corpus_path: Path, now: 
             golden_dir,
             uri=source["tracking_uri"],
             experiment=source["experiment"],
+            experiment_id=source.get("experiment_id"),
             since=parse_time(source.get("since"), "source.since"),
             until=parse_time(source.get("until"), "source.until"),
             filter_string=source.get("filter"),

@@ -15,9 +15,11 @@ the parent's golden_id and path, the part, the fraction, the seed and both parts
 from __future__ import annotations
 
 import random
+import shutil
 from pathlib import Path
 
 from cortex_exp.errors import InputError
+from cortex_exp.golden.commit import new_folders
 from cortex_exp.golden.filters import normalize_task
 from cortex_exp.golden.load import load_golden
 from cortex_exp.golden.store import GoldenSet, Query, check_out_dir, write_golden
@@ -89,9 +91,18 @@ def split_golden(golden_dir: Path, holdout: float, seed: int, out_dir: Path) -> 
     parts = {"dev": all_qids - held, "holdout": held}
     made = {name: _part(golden, qids, {**split, "part": name}) for name, qids in parts.items()}
     ids = {name: part.golden_id for name, part in made.items()}
-    for name, part in made.items():
-        part.manifest["split"]["parts"] = ids
-        write_golden(part, out_dir / name)
+    written: list[Path] = []
+    with new_folders(out_dir):
+        try:
+            for name, part in made.items():
+                part.manifest["split"]["parts"] = ids
+                new = not (out_dir / name).exists()
+                write_golden(part, out_dir / name)
+                written += [out_dir / name] if new else []
+        except BaseException:  # a part without the other is no split: one written here is removed again
+            for folder in written:
+                shutil.rmtree(folder, ignore_errors=True)
+            raise
     return made
 
 

@@ -1,69 +1,37 @@
 """Serves from traces: which part of a trace is the task, the project, the served documents and
-their verdicts (`TraceMapping`, every part a setting with the default of docs/traces.md).
+their verdicts (`TraceMapping`: every part a setting, its default the ecosystems' own convention,
+`golden.conventions`; docs/traces.md).
 
 A trace comes in as plain values (`cortex_exp.tracking.traces` for MLflow, `golden.otlp` for
-OpenTelemetry files): spans with their inputs and outputs, the feedback in force. Served items
-are the outputs of the top-level retriever spans (not inside another retriever span), in start
-order, plus the outputs of spans named `always_served` (channel `always`). A verdict is the
-latest feedback named `verdict` on such a span, naming its document by `metadata.doc_id` (or
-its 0-based position, `metadata.chunk_index`); its value goes through the value map
-(`data.servelog.ValueMap`, the one verdict vocabulary). What a trace lacks is counted by
-reason (`data.servelog.Tally`), never silently dropped.
+OpenTelemetry files): spans with their inputs and outputs, every feedback or annotation in force.
+Served items are the outputs of the top-level retriever spans (not inside another retriever
+span), in start order, plus the outputs of spans named `always_served` (channel `always`). A
+verdict is the feedback in force (`precedence`) under one of the verdict names on such a span,
+naming its document by `metadata.doc_id` (or its 0-based position, `metadata.chunk_index`); its
+value goes through the value map (`data.servelog.ValueMap`, the one verdict vocabulary). What a
+trace lacks is counted by reason (`data.servelog.Tally`), never silently dropped; a part the
+mapping finds in no trace, or no verdict at all, is exit 2 listing what the traces hold.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
-from pathlib import Path
 
-from cortex_exp.data.servelog import Listing, LoggedVerdict, Serve, Tally, ValueMap, serve_from_log
+from cortex_exp.data.servelog import (
+    Listing,
+    LoggedVerdict,
+    Serve,
+    Tally,
+    one_per_serve_id,
+    serve_from_log,
+)
 from cortex_exp.errors import InputError
-
-
-@dataclass(frozen=True)
-class TraceMapping:
-    task: str = "task"  # key of the root span's inputs
-    project: str = "project"  # trace tag
-    serve_id: str = "client_request_id"  # trace field (dotted: tags.serve_id) naming the serve; else the trace id
-    retriever_type: str = "RETRIEVER"  # span type of the spans whose outputs were served
-    always_span: str = "always_served"  # name of the spans whose outputs were always served
-    doc_id: tuple[str, ...] = ("id", "metadata.doc_id", "metadata.doc_uri")  # first found names the document
-    channel: str = "metadata.channel"  # of a document; absent: default_channel
-    default_channel: str = "search"
-    verdict: str = "verdict"  # name of the feedback
-    verdict_doc_id: str = "doc_id"  # feedback metadata key naming the document
-    verdict_position: str = "chunk_index"  # or its 0-based position in the span's outputs
-    values: ValueMap = field(default_factory=ValueMap)
-
-    @classmethod
-    def from_settings(cls, settings: dict | None, where: str = "--map") -> TraceMapping:
-        """From a dict of settings (a MAP.yaml, a manifest's `source.mapping`); raise `InputError`
-        naming an unknown key or a bad value."""
-        settings = dict(settings or {})
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(settings) - names - {"presets", "threshold"})
-        if unknown:
-            raise InputError(f"{where}: unknown mapping key(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
-        values = settings.pop("values", None)
-        if isinstance(values, dict) and "values" in values:  # a manifest's own record
-            settings.setdefault("threshold", values.get("threshold"))
-            values = values["values"]
-        presets = settings.pop("presets", ["verdicts"])
-        vmap = ValueMap.of(values, tuple(presets), settings.pop("threshold", None))
-        if "doc_id" in settings:
-            doc_id = settings["doc_id"]
-            settings["doc_id"] = (doc_id,) if isinstance(doc_id, str) else tuple(doc_id)
-        bad = [k for k, v in settings.items() if k != "doc_id" and not isinstance(v, str)]
-        if bad:
-            raise InputError(f"{where}: mapping key(s) {', '.join(bad)} must be text")
-        return cls(**settings, values=vmap)
-
-    def as_json(self) -> dict:
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "values"}
-        return {**out, "doc_id": list(self.doc_id), "values": self.values.as_json()}
+from cortex_exp.golden.conventions import TASK_RULE, shape_of, task_of
+from cortex_exp.golden.mapping import TraceMapping
+from cortex_exp.golden.precedence import LAYER_WORDS, in_force_order
 
 
 def _get(obj, dotted: str):
@@ -75,34 +43,51 @@ def _get(obj, dotted: str):
 
 
 class TraceReader:
-    """Turns plain traces into serves, one at a time; keeps the tally, what the mapping matched,
-    and the digest of the trace ids with their last update."""
+    """Turns plain traces into serves, one at a time; keeps the tally, what the traces hold (for
+    an error to list), and the digest of the trace ids with their last update."""
 
     def __init__(self, mapping: TraceMapping, sources: frozenset[str] | None = None):
         self.mapping, self.sources = mapping, sources
         self.tally = Tally()
         self.traces = 0
-        self.digest = hashlib.sha256()
-        self.feedback_names: set[str] = set()
-        self.seen_task = self.seen_project = self.seen_retriever = self.seen_verdict = False
+        self.updates: list[str] = []  # "trace id:last update", in the order read (the digest)
+        self.gone: set[str] = set()
+        self.held = {"inputs": Counter(), "tags": Counter(), "span types": Counter()}  # what the traces hold
+        self.found: Counter = Counter()  # (layer, name) of every feedback or annotation
+        self.found_values: dict[tuple, Counter] = {}
+        self.seen_task = self.seen_project = self.seen_retriever = False
 
-    def serves(self, traces: Iterable[dict]) -> list[Serve]:
-        out = [s for s in (self.serve(t) for t in traces) if s is not None]
+    def serves(self, traces: Iterable[dict], window=None) -> list[Serve]:
+        """The serves of `traces`, one per serve id (`one_per_serve_id`). `window`, when the
+        traces came from a store read while it lived (`tracking.traces.WindowRead`), says after
+        the read which traces arrived behind it and which were deleted: both are counted, and a
+        deleted trace's serve is left out."""
+        records = [(t["trace_id"], s) for t in traces if (s := self.serve(t)) is not None]
         self.check_matched()
-        return out
+        if window is not None:
+            self.gone = set(window.deleted)
+            for tid in window.deleted:
+                self.tally.drop("deleted_during_read", tid)
+            for tid in window.arrived:
+                self.tally.drop("arrived_during_read", tid)
+        serves = one_per_serve_id([(w, s) for w, s in records if w not in self.gone], self.tally)
+        self.check_verdicts(serves)
+        return serves
 
     def serve(self, trace: dict) -> Serve | None:
         m, tid = self.mapping, trace["trace_id"]
         self.traces += 1
-        self.digest.update(f"{tid}:{trace.get('updated_ms')}\n".encode())
+        self.updates.append(f"{tid}:{trace.get('updated_ms')}")
         if trace.get("state") == "ERROR":
             self.tally.drop("error_trace", tid)
             return None
         spans = sorted(trace["spans"], key=lambda s: s.get("start_ns") or 0)
         by_id = {s["span_id"]: s for s in spans}
         root = next((s for s in spans if not s.get("parent_id") or s["parent_id"] not in by_id), None)
-        task = _get(root.get("inputs"), m.task) if root else None
-        project = trace.get("tags", {}).get(m.project)
+        tags = trace.get("tags", {})
+        self._hold(root, tags, spans)
+        task = self._task(root)
+        project = next((tags[k] for k in m.project if isinstance(tags.get(k), str) and tags[k]), m.default_project)
         retrievers = [s for s in spans if s.get("span_type") == m.retriever_type and not self._nested(s, by_id)]
         self.seen_task |= isinstance(task, str)
         self.seen_project |= isinstance(project, str)
@@ -133,6 +118,16 @@ class TraceReader:
             self.sources,
         )
 
+    def _task(self, root: dict | None):
+        inputs = root.get("inputs") if root else None
+        return task_of(inputs) if self.mapping.task is None else _get(inputs, self.mapping.task)
+
+    def _hold(self, root: dict | None, tags: dict, spans: list[dict]) -> None:
+        """Count what the trace holds, for an error naming a part the mapping did not find."""
+        self.held["inputs"][shape_of(root.get("inputs") if root else None)] += 1
+        self.held["tags"].update(k for k in tags if not k.startswith("mlflow."))
+        self.held["span types"].update({str(s.get("span_type")) for s in spans})
+
     def _nested(self, span: dict, by_id: dict) -> bool:
         """Inside another span of the retriever type, or of the always-served name."""
         parent = by_id.get(span.get("parent_id"))
@@ -157,8 +152,8 @@ class TraceReader:
             doc_id = next((v for v in (_get(doc, k) for k in m.doc_id) if isinstance(v, str) and v), None)
             if doc_id is None:
                 raise InputError(
-                    f"{where}[{i}]: not a document: no {' / '.join(m.doc_id)} in {str(doc)[:80]!r} "
-                    "(return mlflow.entities.Document(page_content=..., metadata=..., id=DOC_ID), "
+                    f"{where}[{i}]: not a document: no {' / '.join(m.doc_id)} in {str(doc)[:80]!r}; it holds "
+                    f"{_paths(doc)} (return mlflow.entities.Document(page_content=..., metadata=..., id=DOC_ID), "
                     "or set doc_id in --map)"
                 )
             found = _get(doc, m.channel)
@@ -167,11 +162,14 @@ class TraceReader:
 
     def _verdicts(self, trace: dict, listings: list[Listing]) -> list[LoggedVerdict]:
         m, keys, out = self.mapping, {listing.key for listing in listings}, []
-        for f in trace.get("feedback", ()):
-            self.feedback_names.add(f["name"])
-            if f["name"] != m.verdict:
+        for f in in_force_order(trace.get("feedback", ())):
+            what = (f.get("layer") or "feedback", f["name"])
+            self.found[what] += 1
+            values, shown = self.found_values.setdefault(what, Counter()), repr(f.get("value"))
+            if shown in values or len(values) < 20:  # a few distinct values are enough to name
+                values[shown] += 1
+            if f["name"] not in m.verdict:
                 continue
-            self.seen_verdict = True
             if f.get("error") and f.get("value") is None:
                 self.tally.drop("feedback_error", trace["trace_id"])
                 continue
@@ -184,23 +182,23 @@ class TraceReader:
         return out
 
     def check_matched(self) -> None:
-        """A mapping part that matched nothing in any trace is a wrong setting, not an empty log."""
+        """A mapping part that matched nothing in any trace is a wrong setting, not an empty log:
+        the error lists what the traces hold instead."""
         m, looked = self.mapping, self.traces - self.tally.count("error_trace")
         if looked == 0:
             return
+        task = f"task={m.task!r}: no trace's root span has the input {m.task!r}" if m.task else (
+            f"task: no trace's root span holds a task ({TASK_RULE})"
+        )  # fmt: skip
+        project = f"project={list(m.project)!r}: no trace has one of these tags"
         wrong = [
-            (self.seen_task, f"task={m.task!r}: no trace's root span has the input {m.task!r}", "no_task"),
-            (self.seen_project, f"project={m.project!r}: no trace has the tag {m.project!r}", "no_project"),
+            (self.seen_task, f"{task}; root span inputs found: {_top(self.held['inputs'])}", "no_task"),
+            (self.seen_project, f"{project}; tags found: {_top(self.held['tags'])}", "no_project"),
             (
                 self.seen_retriever,
-                f"retriever_type={m.retriever_type!r}: no trace has a span of that type",
+                f"retriever_type={m.retriever_type!r}: no trace has a span of that type; span types found: "
+                + _top(self.held["span types"]),
                 "no_retriever",
-            ),
-            (
-                self.seen_verdict or not self.feedback_names,
-                f"verdict={m.verdict!r}: no feedback of that name; names found: "
-                + ", ".join(sorted(self.feedback_names)),
-                None,
             ),
         ]
         problems = [
@@ -217,9 +215,51 @@ class TraceReader:
                 problems,
             )
 
+    def check_verdicts(self, serves: list[Serve]) -> None:
+        """Serves without a single verdict are no golden set: never an empty set explained as
+        negatives. Exit 2 naming what the traces hold that could be verdicts, and why none was read."""
+        if not serves or any(item.verdict is not None for s in serves for item in s.items):
+            return
+        m = self.mapping
+        found = [
+            f"found {n} {LAYER_WORDS.get(layer, layer)} named {name!r} (values "
+            f"{', '.join(v for v, _ in self.found_values[(layer, name)].most_common(4))})"
+            + ("" if name in m.verdict else " — not a verdict name")
+            for (layer, name), n in self.found.most_common(8)
+        ]
+        why = [f"{reason}: {self.tally.count(reason)}" for reason in ("unknown_value", "verdict_not_served",
+               "verdict_source", "feedback_error") if self.tally.count(reason)]  # fmt: skip
+        raise InputError(
+            f"no verdict was read from the {len(serves)} serves; nothing was written (verdict names read: "
+            f"{', '.join(m.verdict)}; values: {', '.join(sorted(m.values.table))}"
+            + ("" if m.values.threshold is None else f", a number >= {m.values.threshold:g} helped")
+            + "). Name the verdicts with verdict: NAME, their values with values: {VALUE: helped} in --map",
+            (found or ["the traces hold no feedback, span event or annotation at all"])
+            + ([f"dropped verdicts: {', '.join(why)}"] if why else []),
+        )
+
     def described(self) -> dict:
         """The manifest's account of what was read."""
-        return {"traces": self.traces, "traces_digest": self.digest.hexdigest()[:16], **self.tally.as_json()}
+        digest = hashlib.sha256()
+        for line in self.updates:
+            if line.split(":", 1)[0] not in self.gone:
+                digest.update(f"{line}\n".encode())
+        return {"traces": self.traces, "traces_digest": digest.hexdigest()[:16], **self.tally.as_json()}
+
+
+def _top(counts: Counter, n: int = 8) -> str:
+    """The most common entries of `counts`, with their counts (what the traces hold)."""
+    return ", ".join(f"{k} ({c})" for k, c in counts.most_common(n)) or "none"
+
+
+def _paths(doc) -> str:
+    """The dotted keys a document holds (for an error naming what it lacks)."""
+    if not isinstance(doc, dict):
+        return type(doc).__name__
+    keys = [f"{k}.{sub}" for k, v in doc.items() if isinstance(v, dict) for sub in v] + [
+        k for k, v in doc.items() if not isinstance(v, dict)
+    ]
+    return ", ".join(sorted(keys)[:10]) or "nothing"
 
 
 def _position(value) -> int | None:
@@ -227,20 +267,3 @@ def _position(value) -> int | None:
         return int(value) if value is not None and not isinstance(value, bool) else None
     except (TypeError, ValueError):
         return -1  # a position that is no number names no document
-
-
-def read_map_file(path: Path | None) -> dict | None:
-    """The settings of a MAP.yaml (a mapping of keys), or None when no file was given."""
-    if path is None:
-        return None
-    import yaml
-
-    from cortex_exp.data.files import read_input
-
-    try:
-        found = yaml.safe_load(read_input(Path(path), "a mapping file").decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not a YAML mapping: {exc}") from None
-    if not isinstance(found, dict):
-        raise InputError(f"{path}: expected a YAML mapping of keys, got {type(found).__name__}")
-    return found

@@ -12,6 +12,7 @@ client per store per process that fails fast and never races another process on 
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import logging
 import os
@@ -21,10 +22,11 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse, urlsplit, urlunsplit
 
 from cortex_exp import interrupts
 from cortex_exp.errors import ServiceUnreachable
+from cortex_exp.redact import uri_credentials
 
 DEFAULT_URI = "sqlite:///mlflow.db"
 DEFAULT_ARTIFACTS = "mlruns"
@@ -38,8 +40,10 @@ _CLIENTS: dict[str, ShieldedClient] = {}
 
 
 def resolve_uri(configured: str | None) -> str:
-    """The configured URI, else $MLFLOW_TRACKING_URI, else `sqlite:///mlflow.db` (cwd)."""
-    return configured or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+    """The configured URI, else $MLFLOW_TRACKING_URI, else `sqlite:///mlflow.db` (cwd). Its
+    password, if it carries one (`http://user:password@host`, which MLflow's client accepts),
+    is noted as a secret: never printed, logged or tagged (`redact`)."""
+    return uri_credentials(configured or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI)
 
 
 def sqlite_path(uri: str) -> Path | None:
@@ -64,7 +68,7 @@ def check_reachable(uri: str, timeout_s: float = 5.0) -> None:
 
     def ask() -> None:
         try:
-            with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout_s) as resp:
+            with urllib.request.urlopen(_health_request(uri), timeout=timeout_s) as resp:
                 resp.read()
                 answer["status"] = resp.status
         except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as exc:
@@ -79,6 +83,19 @@ def check_reachable(uri: str, timeout_s: float = 5.0) -> None:
         raise ServiceUnreachable(f"MLFLOW UNREACHABLE: {uri} ({answer['error']}); nothing was measured")
     if answer["status"] != 200:
         raise ServiceUnreachable(f"MLFLOW UNREACHABLE: {uri} (/health answered {answer['status']})")
+
+
+def _health_request(uri: str) -> urllib.request.Request:
+    """A GET of the server's `/health`; credentials in the URI go as basic auth, as MLflow's
+    client (requests) sends them: urllib would take `user:password@host` for a host name."""
+    parts = urlsplit(uri_credentials(uri))
+    host = parts.netloc.rsplit("@", 1)[-1]
+    url = urlunsplit(parts._replace(netloc=host, path=parts.path.rstrip("/") + "/health"))
+    request = urllib.request.Request(url)
+    if parts.username is not None:
+        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+        request.add_header("Authorization", "Basic " + base64.b64encode(pair).decode())
+    return request
 
 
 @contextmanager
@@ -131,6 +148,7 @@ class _NoErrors(logging.Filter):
 def client(uri: str) -> ShieldedClient:
     """The process's client of `uri`; its first creation sets up the store under the lock."""
     if uri not in _CLIENTS:
+        uri_credentials(uri)  # its password, if any, never printed
         for key, value in FAST_FAIL.items():
             os.environ.setdefault(key, value)
         # its failures are reported by us in one line; MLflow would add a traceback on stderr

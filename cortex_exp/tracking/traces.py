@@ -1,8 +1,8 @@
 """An experiment's traces (MLflow Tracing), read page by page and handed on as plain values.
 
-`read_traces` yields one dict per trace — never an MLflow object, never more than one page of
-traces in memory — so that the golden set's builder (`cortex_exp.golden.traces`) maps them
-without importing mlflow:
+`WindowRead` yields one dict per trace — never an MLflow object, never more than one page of
+traces in memory, each trace once while the store changes — so that the golden set's builder
+(`cortex_exp.golden.traces`) maps them without importing mlflow:
 
     {"trace_id", "client_request_id", "state", "request_time_ms", "updated_ms", "tags",
      "spans": [{"span_id", "parent_id", "name", "span_type", "start_ns", "inputs", "outputs"}],
@@ -10,7 +10,7 @@ without importing mlflow:
 
 `feedback` holds the assessments in force only (`Trace.search_assessments(type="feedback")`:
 one overridden by another is left out, its metadata inherited by the one in force), oldest
-first.
+first; which wins on a document is `golden.precedence`'s to say.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ import base64
 import binascii
 import gc
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from urllib.parse import urlsplit, urlunsplit
 
 from cortex_exp.errors import InputError
@@ -29,6 +28,8 @@ from cortex_exp.tracking.runs import guard
 from cortex_exp.tracking.store import check_reachable, client, sqlite_path
 
 PAGE = 100  # traces per page: one page in memory at a time
+MAX_ASK = 500  # the most traces one search may ask an `mlflow server` for (mlflow/server/handlers.py)
+LIST_PAGE = MAX_ASK  # trace ids per page of the listing after the read (no spans: small)
 
 
 def public_uri(uri: str) -> str:
@@ -60,51 +61,145 @@ def find_experiment(uri: str, name: str) -> str:
     return found.experiment_id
 
 
-def trace_filter(user_filter: str | None, since: datetime | None, until: datetime | None) -> str | None:
-    """MLflow's filter string: the user's, and the window on the trace's request time
-    (since inclusive, until exclusive)."""
-    parts = [f"({user_filter})"] if user_filter else []
-    if since is not None:
-        parts.append(f"trace.timestamp_ms >= {int(since.timestamp() * 1000)}")
-    if until is not None:
-        parts.append(f"trace.timestamp_ms < {int(until.timestamp() * 1000)}")
+def experiment_again(uri: str, experiment_id: str, name: str, where: str) -> str:
+    """A rebuild's experiment: the one of the recorded id, whatever it is called now (a rename
+    reads the same traces). Exit 2 when that id is gone: naming the experiment that took the old
+    name, if any — another experiment, which a rebuild never reads in its place."""
+    from mlflow.exceptions import MlflowException
+
+    check_reachable(uri)
+    with guard(uri):
+        c = client(uri)
+        try:
+            found = c.get_experiment(experiment_id)
+        except MlflowException as exc:
+            if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
+                raise
+            found = None
+        if found is not None and found.lifecycle_stage == "active":
+            return found.experiment_id
+        same_name = c.get_experiment_by_name(name)
+    now = (
+        f"; {name!r} is now experiment id {same_name.experiment_id}, another experiment, which a rebuild "
+        f"does not read in its place (build anew with --experiment {name} to read it)"
+        if same_name is not None and same_name.experiment_id != experiment_id
+        else ""
+    )
+    state = "was deleted" if found is not None else "no longer exists"
+    raise InputError(
+        f"{where}: the set was built from experiment id {experiment_id} ({name!r}), which {state} at "
+        f"{public_uri(uri)}{now}; nothing was written"
+    )
+
+
+def trace_filter(user_filter: str | None, since_ms: int | None = None, until_ms: int | None = None) -> str | None:
+    """MLflow's filter string: the user's as given (MLflow's trace filter grammar joins clauses
+    with AND and takes no parentheses), and the window on the trace's request time in whole
+    milliseconds (since inclusive, until exclusive)."""
+    parts = [user_filter.strip()] if user_filter and user_filter.strip() else []
+    if since_ms is not None:
+        parts.append(f"trace.timestamp_ms >= {since_ms}")
+    if until_ms is not None:
+        parts.append(f"trace.timestamp_ms < {until_ms}")
     return " AND ".join(parts) or None
 
 
-def read_traces(
-    uri: str, experiment_id: str, filter_string: str | None, outputs_of=None, page: int = PAGE
-) -> Iterator[dict]:
-    """Every trace of the experiment that the filter keeps, oldest first, as plain dicts;
-    `outputs_of` (span types, span names), when given, the spans whose outputs are read (the
-    others' are None: MLflow decodes a span's JSON each time it is asked)."""
-    with settled_heap() as settle:
-        yield from _pages(client(uri), uri, experiment_id, filter_string, outputs_of, page, settle)
+PAGE_HOOKS: list[Callable[[int], None]] = []  # called after each page with its number (tests interleave here)
 
 
-def _pages(c, uri, experiment_id, filter_string, outputs_of, page, settle) -> Iterator[dict]:
-    from mlflow.exceptions import MlflowException
+class WindowRead:
+    """One read of the traces an experiment's filter keeps, that holds while the store changes.
 
-    token = None
-    while True:
-        with guard(uri):
+    Pages follow a stable key, (request time, trace id), not MLflow's offset tokens: a page asks
+    for the traces requested at or after the last request time read (MLflow's filter takes AND
+    only), as many as were already read at that very time plus `page`, and leaves those out. A
+    trace deleted behind the read shifts nothing, and a page whose traces all share one request
+    time grows instead of returning the same traces again. Every trace present for the whole
+    read is read exactly once. After the last page the window is listed again (ids only):
+    `arrived` are the traces there that were never read (logged during the read with a request
+    time the read had passed), `deleted` the traces read that are no longer there."""
+
+    def __init__(
+        self,
+        uri: str,
+        experiment_id: str,
+        user_filter: str | None = None,
+        window_ms: tuple[int | None, int | None] = (None, None),
+        outputs_of=None,
+        page: int | None = None,
+    ):
+        self.uri, self.experiment_id, self.user_filter = uri, experiment_id, user_filter
+        self.filter_string = trace_filter(user_filter, *window_ms)
+        self.outputs_of, self.page = outputs_of, page or PAGE
+        self.read: set[str] = set()
+        self.arrived: list[str] = []
+        self.deleted: list[str] = []
+
+    def __iter__(self) -> Iterator[dict]:
+        """Every trace of the window, oldest first, as plain dicts; then the window listed again."""
+        c = client(self.uri)
+        with settled_heap() as settle:
+            for number, found in enumerate(self._keyset(c, self.page, include_spans=True), start=1):
+                for trace in found:
+                    self.read.add(trace.info.trace_id)
+                    yield plain(trace, self.outputs_of)
+                found = None
+                settle()
+                for hook in PAGE_HOOKS:
+                    hook(number)
+        now = {t.info.trace_id for page in self._keyset(c, LIST_PAGE, include_spans=False) for t in page}
+        self.arrived = sorted(now - self.read)
+        self.deleted = sorted(self.read - now)
+
+    def _keyset(self, c, page: int, include_spans: bool) -> Iterator[list]:
+        """Pages of MLflow `Trace`s in (request time, trace id) order, each trace once."""
+        at, read_at = None, set()  # the last request time read, and the ids read at it
+        while True:
+            key, asked = self._next_key(at, read_at, page)
+            found = self._search(
+                c, " AND ".join(p for p in (self.filter_string, key) if p) or None, asked, include_spans
+            )
+            new = [t for t in found if not (t.info.request_time == at and t.info.trace_id in read_at)]
+            for t in new:
+                if t.info.request_time != at:
+                    at, read_at = t.info.request_time, set()
+                read_at.add(t.info.trace_id)
+            yield new
+            if len(found) < asked:
+                return
+
+    @staticmethod
+    def _next_key(at: int | None, read_at: set[str], page: int) -> tuple[str | None, int]:
+        """The next page's filter on the key and its size: the traces at or after `at`, as many as
+        were read at `at` plus `page` (a page of traces sharing one time grows); past what one
+        search may ask (`MAX_ASK`), the ids read at `at` are left out by the filter instead."""
+        if at is None:
+            return None, page
+        if len(read_at) + page <= MAX_ASK:
+            return f"trace.timestamp_ms >= {at}", len(read_at) + page
+        ids = ", ".join(f"'{i}'" for i in sorted(read_at))
+        return f"trace.timestamp_ms >= {at} AND trace.request_id NOT IN ({ids})", page
+
+    def _search(self, c, filter_string: str | None, asked: int, include_spans: bool):
+        from mlflow.exceptions import MlflowException
+
+        with guard(self.uri):
             try:
-                found = c.search_traces(
-                    locations=[experiment_id],
+                return c.search_traces(
+                    locations=[self.experiment_id],
                     filter_string=filter_string,
-                    max_results=page,
-                    order_by=["timestamp_ms ASC"],
-                    page_token=token,
+                    max_results=asked,
+                    order_by=["timestamp_ms ASC", "request_id ASC"],
+                    include_spans=include_spans,
                 )
             except MlflowException as exc:
-                if exc.error_code == "INVALID_PARAMETER_VALUE" and "filter" in str(exc).lower():
-                    raise InputError(f"--filter: MLflow refused the filter {filter_string!r}: {exc}") from None
+                if exc.error_code == "INVALID_PARAMETER_VALUE" and self.user_filter:
+                    raise InputError(
+                        f"--filter: MLflow refused the filter {self.user_filter!r}: {exc.message}; "
+                        "MLflow's trace filter joins clauses with AND, without parentheses or OR "
+                        "(e.g. \"tags.env = 'prod' AND trace.status = 'OK'\")"
+                    ) from None
                 raise
-        for trace in found:
-            yield plain(trace, outputs_of)
-        token, found = found.token, None
-        settle()
-        if not token:
-            return
 
 
 def settle_heap() -> None:
