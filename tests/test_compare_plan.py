@@ -13,7 +13,7 @@ from scipy import stats as sps
 from support.compare_runs import log_run, new_store
 
 from cortex_exp.compare.cli import main as compare_main
-from cortex_exp.plan.__main__ import main as plan_main
+from cortex_exp.compare.plans.cli import main as plan_main
 
 N = 40
 

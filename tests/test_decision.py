@@ -9,14 +9,13 @@ import pytest
 from scipy import stats as sps
 
 from cortex_exp.compare import stats
-from cortex_exp.compare.decision import (
+from cortex_exp.compare.effect import equivalence_verdict, within
+from cortex_exp.compare.plans.decision import (
     Decision,
     Estimate,
-    Guardrail,
+    GuardrailCheck,
     decide,
-    equivalence_verdict,
     queries_to_settle,
-    within,
 )
 
 M = 0.02  # the minimum effect of every case below
@@ -50,7 +49,7 @@ def test_the_table_at_its_boundaries(diff, low, high, outcome):
 
 
 def test_void_comes_first_and_keeps_every_reason():
-    rail = Guardrail(est(0.01, -0.5, 0.5, "noise_at_5", higher_is_better=False), 0.005)
+    rail = GuardrailCheck(est(0.01, -0.5, 0.5, "noise_at_5", higher_is_better=False), 0.005)
     d = decide(est(0.05, 0.04, 0.06), M, (rail,), ("the plan was created after run B started", "run A is degraded"))
     assert d == Decision("void", ("the plan was created after run B started", "run A is degraded"))
     assert d.as_dict("p1") == {"outcome": "void", "reasons": list(d.reasons), "plan_id": "p1"}
@@ -69,7 +68,7 @@ def test_void_comes_first_and_keeps_every_reason():
     ],
 )
 def test_a_guardrail_breached_is_no_ship_before_ship(guard, breached):
-    d = decide(est(0.05, 0.04, 0.06), M, (Guardrail(guard, 0.005),))
+    d = decide(est(0.05, 0.04, 0.06), M, (GuardrailCheck(guard, 0.005),))
     assert d.outcome == ("no_ship" if breached else "ship")
     if breached:
         assert d.reasons[0].startswith(f"guardrail {guard.metric}") and "0.005" in d.reasons[0]
@@ -129,10 +128,10 @@ def test_a_constructed_guardrail_breach_stops_a_ship():
         0.004 + T975_9 * 0.001, abs=1e-5
     )
     primary = Estimate("recall_at_24", 0.05, iv_p.low, iv_p.high)
-    rail = Guardrail(Estimate("noise_at_5", 0.004, iv_g.low, iv_g.high, higher_is_better=False), 0.005)
+    rail = GuardrailCheck(Estimate("noise_at_5", 0.004, iv_g.low, iv_g.high, higher_is_better=False), 0.005)
     assert decide(primary, M).outcome == "ship"
     assert decide(primary, M, (rail,)).outcome == "no_ship"
-    assert decide(primary, M, (Guardrail(rail.estimate, 0.007),)).outcome == "ship"
+    assert decide(primary, M, (GuardrailCheck(rail.estimate, 0.007),)).outcome == "ship"
 
 
 def test_the_corrected_level_widens_the_interval_until_a_ship_is_inconclusive():

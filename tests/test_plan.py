@@ -11,9 +11,9 @@ import pytest
 from statsmodels.stats.power import TTestPower
 
 from cortex_exp.compare.pairing import status_warnings, warning
-from cortex_exp.compare.planned import Plan, digest_of, parse_guardrail
+from cortex_exp.compare.plans.create import make_plan, underpowered_warning
+from cortex_exp.compare.plans.plan import Plan, digest_of, parse_guardrail
 from cortex_exp.errors import InputError
-from cortex_exp.plan.create import make_plan, underpowered_warning
 from cortex_exp.tracking.fetch import RunRecord
 
 
@@ -106,7 +106,7 @@ def test_the_digest_is_the_plans_content():
 
 
 def test_each_reason_a_plan_cannot_decide_is_one_line():
-    from cortex_exp.compare.planned import void_reasons
+    from cortex_exp.compare.plans.void import void_reasons
 
     base = baseline()
     plan = make_plan(base, "recall_at_24", "0.02")
@@ -141,7 +141,7 @@ def test_each_reason_a_plan_cannot_decide_is_one_line():
 
 
 def test_the_reuse_warning_comes_past_the_limit():
-    from cortex_exp.compare.planned import reuse_warning
+    from cortex_exp.compare.plans.reuse import reuse_warning
 
     assert reuse_warning(20, 20, "g1") is None
     warning = reuse_warning(21, 20, "g1", {"holdout": 21, "dev": 3})

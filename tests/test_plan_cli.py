@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from support.compare_runs import log_run, new_store, per_query
 
-from cortex_exp.compare.planned import Plan
-from cortex_exp.plan.__main__ import main as plan_main
+from cortex_exp.compare.plans.cli import main as plan_main
+from cortex_exp.compare.plans.plan import Plan
 
 
 @pytest.fixture(scope="module")

@@ -148,8 +148,8 @@ def log_comparison(uri: str, comparison: Comparison, files: list[Path]) -> str:
         **own_tags,
     }
     decided = comparison.decided
-    if decided is not None:  # --plan: the decisions, findable by tag (compare.decide)
-        from cortex_exp.compare.decide import record_tags, record_values
+    if decided is not None:  # --plan: the decisions, findable by tag (compare.plans)
+        from cortex_exp.compare.plans.record import record_tags, record_values
 
         tags.update(record_tags(decided, comparison.form))
         values.update(record_values(decided, comparison.form))

@@ -1,4 +1,4 @@
-"""One decision from a plan, and the verdict `equivalent` (issue 20; docs/decisions.md).
+"""One decision from a plan: its values and the decision table (issue 20; docs/decisions.md).
 
 A plan fixes, before the candidate runs, the primary metric, the minimum effect m worth
 shipping (in the metric's units), the guardrails (a metric and the harm it may show at most)
@@ -29,8 +29,9 @@ from dataclasses import dataclass, replace
 
 from scipy import special
 
-OUTCOMES = ("ship", "no_ship", "equivalent", "inconclusive", "void")
-EQUIVALENT = "equivalent"
+from cortex_exp.compare.effect import EQUIVALENT, within
+
+OUTCOMES = ("ship", "no_ship", EQUIVALENT, "inconclusive", "void")
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,9 @@ def _num(x: float) -> str:
 
 
 @dataclass(frozen=True)
-class Guardrail:
-    """A metric that may get worse by at most `harm` (> 0, the metric's units, its worse direction)."""
+class GuardrailCheck:
+    """A guardrail as a decision reads it: its estimate, and the harm it may show at most (> 0,
+    the metric's units, its worse direction); it holds unless `breached`."""
 
     estimate: Estimate
     harm: float
@@ -88,21 +90,8 @@ class Decision:
         return {"outcome": self.outcome, "reasons": list(self.reasons), "plan_id": plan_id}
 
 
-def within(low: float, high: float, margin: float) -> bool:
-    """The interval lies strictly inside ±margin (equivalence by two one-sided tests)."""
-    return -margin < low and high < margin
-
-
-def equivalence_verdict(verdict: str, low: float, high: float, margin: float | None) -> str:
-    """`compare --min-effect SIZE`: `equivalent` when the interval lies inside ±margin, whatever
-    the per-metric verdict said (a real but negligible move is equivalent); else the verdict."""
-    if margin is not None and within(low, high, margin):
-        return EQUIVALENT
-    return verdict
-
-
 def decide(
-    primary: Estimate, min_effect: float, guardrails: tuple[Guardrail, ...] = (), void: tuple[str, ...] = ()
+    primary: Estimate, min_effect: float, guardrails: tuple[GuardrailCheck, ...] = (), void: tuple[str, ...] = ()
 ) -> Decision:
     """The outcome of the decision table (module docstring), with one line of reason per finding."""
     if not min_effect > 0:

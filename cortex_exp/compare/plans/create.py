@@ -21,7 +21,7 @@ import numpy as np
 from cortex_exp.compare import stats
 from cortex_exp.compare.effect import parse_effect
 from cortex_exp.compare.pairing import index_rows
-from cortex_exp.compare.planned import GuardrailSpec, Plan, parse_guardrail, worse_direction
+from cortex_exp.compare.plans.plan import Guardrail, Plan, parse_guardrail, worse_direction
 from cortex_exp.errors import InputError
 
 HOLDOUT_PART = "holdout"  # golden/split.py names its parts so
@@ -55,12 +55,12 @@ def _check(alpha: float, power: float, candidates: int) -> None:
         raise InputError("plan create: bad option(s)", problems)
 
 
-def _guardrail(baseline, text: str) -> GuardrailSpec:
+def _guardrail(baseline, text: str) -> Guardrail:
     metric, sign, effect = parse_guardrail(text)
     values = metric_values(baseline, metric)
     mean, sd = float(np.mean(values)), float(np.std(values, ddof=1))
     value = effect.resolve(mean, mean, sd).value
-    return GuardrailSpec(metric, text.split(":", 1)[1].strip(), value, worse_direction(metric, sign))
+    return Guardrail(metric, text.split(":", 1)[1].strip(), value, worse_direction(metric, sign))
 
 
 def _split(manifest: dict | None, holdout: bool, baseline) -> tuple[str | None, str | None]:

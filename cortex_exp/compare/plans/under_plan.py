@@ -15,14 +15,16 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from cortex_exp.compare import stats
-from cortex_exp.compare.decision import Decision, Estimate, Guardrail, decide
 from cortex_exp.compare.pairing import cluster_labels, index_rows, pair_queries
-from cortex_exp.compare.planned import Plan, reuse_warning, void_reasons
+from cortex_exp.compare.plans.decision import Decision, Estimate, GuardrailCheck, decide
+from cortex_exp.compare.plans.plan import Plan
+from cortex_exp.compare.plans.reuse import reuse_warning
+from cortex_exp.compare.plans.void import void_reasons
 from cortex_exp.metrics import higher_is_better
 
 
 @dataclass
-class Decided:
+class Decisions:
     """The decisions of one comparison under one plan, in the candidates' order."""
 
     plan_run: object  # tracking.plans.PlanRun
@@ -80,7 +82,7 @@ def decide_pair(plan: Plan, plan_run, base, pair, cand_start: int, n_candidates:
     void += [e for e in (primary, *(e for _, e in rails)) if isinstance(e, str)]
     if void:
         return Decision("void", tuple(void)), primary if isinstance(primary, Estimate) else None
-    guards = tuple(Guardrail(replace(e, higher_is_better=g.higher_is_better), g.value) for g, e in rails)
+    guards = tuple(GuardrailCheck(replace(e, higher_is_better=g.higher_is_better), g.value) for g, e in rails)
     return decide(primary, plan.min_effect_value, guards), primary
 
 
@@ -99,7 +101,7 @@ def decide_comparison(comparison, plan_run, starts: dict[str, int], reuse_before
     parts = dict(by_part)
     if plan.golden_part:
         parts[plan.golden_part] = parts.get(plan.golden_part, 0) + made
-    return Decided(
+    return Decisions(
         plan_run=plan_run,
         plan=plan,
         decisions=decisions,
@@ -111,7 +113,7 @@ def decide_comparison(comparison, plan_run, starts: dict[str, int], reuse_before
     )
 
 
-def lines(decided: Decided, names: list[str]) -> list[str]:
+def lines(decided: Decisions, names: list[str]) -> list[str]:
     """What the terminal shows of the decisions: per candidate its outcome and why, then the
     metrics not in the plan and the reuse of the golden set."""
     plan = decided.plan
@@ -155,31 +157,3 @@ def under_plan(uri: str, comparison) -> None:
     comparison.decided = decided
     if decided.warning:
         print(decided.warning, file=sys.stderr)
-
-
-def record_tags(decided: Decided, form: str) -> dict[str, str]:
-    """The comparison run's tags under a plan (`tracking.plans.decision_tags`), the primary, and
-    each decision's reasons in one line (`decision.<i>`, `decision.<i>.reason` in the form many)."""
-    from cortex_exp.tracking.plans import decision_tags
-
-    tags = {**decision_tags(decided.plan.as_dict(), decided.plan_id, decided.outcomes), "primary": decided.plan.primary}
-    if form == "pair":
-        tags["decision_reason"] = " | ".join(decided.decisions[0].reasons)[:5000]
-        return tags
-    for i, d in enumerate(decided.decisions, start=1):
-        tags.update({f"decision.{i}": d.outcome, f"decision.{i}.reason": " | ".join(d.reasons)[:5000]})
-    return tags
-
-
-def record_values(decided: Decided, form: str) -> dict[str, float]:
-    """The primary's difference and interval at the plan's level (`primary_diff`, `primary_ci_low`,
-    `primary_ci_high`; `c<i>.` before each in the form many)."""
-    values = {}
-    for i, e in enumerate(decided.primaries, start=1):
-        if e is None:
-            continue
-        prefix = "" if form == "pair" else f"c{i}."
-        values.update(
-            {f"{prefix}primary_diff": e.diff, f"{prefix}primary_ci_low": e.low, f"{prefix}primary_ci_high": e.high}
-        )
-    return values

@@ -1,5 +1,6 @@
-"""A plan as a decision reads it (issue 20): the value `python -m cortex_exp.plan create`
-records, its digest, and the guardrail form `METRIC:MAX_HARM`.
+"""A plan (issue 20; docs/decisions.md): what a decision reads, fixed before the candidate runs
+— the value `python -m cortex_exp.plan create` records, its digest, and its guardrails in the
+form `METRIC:MAX_HARM`.
 
 Every size is fixed in the metric's units when the plan is made, from the baseline's per-query
 values: a plan cannot move with the candidate it judges. The digest is the sha256 of the plan's
@@ -14,7 +15,6 @@ import json
 import re
 from dataclasses import asdict, dataclass
 
-from cortex_exp import findings as found
 from cortex_exp.compare.effect import Effect, parse_effect
 from cortex_exp.compare.pairing import METRIC_NAME
 from cortex_exp.errors import InputError
@@ -24,9 +24,10 @@ _GUARDRAIL = re.compile(r"^\s*(?P<metric>[A-Za-z_]\w*)\s*:\s*(?P<sign>[+-])?(?P<
 
 
 @dataclass(frozen=True)
-class GuardrailSpec:
-    """A metric that may move in its worse direction (`worse`: `up` or `down`) by at most `value`
-    (the metric's units; `harm` as typed)."""
+class Guardrail:
+    """A metric of the plan that may move in its worse direction (`worse`: `up` or `down`) by at
+    most `value` (the metric's units; `harm` as typed). In a decision it holds or is breached
+    (`decision.GuardrailCheck`)."""
 
     metric: str
     harm: str
@@ -91,7 +92,7 @@ class Plan:
     queries_available: int
     baseline_mean: float
     baseline_sd: float
-    guardrails: tuple[GuardrailSpec, ...] = ()
+    guardrails: tuple[Guardrail, ...] = ()
     hypothesis: str = ""
     holdout: bool = False
     golden_part: str | None = None  # the part of a split the plan decides on (`golden split`)
@@ -117,7 +118,7 @@ class Plan:
     @classmethod
     def from_dict(cls, data: dict) -> Plan:
         try:
-            rails = tuple(GuardrailSpec(**g) for g in data.get("guardrails", []))
+            rails = tuple(Guardrail(**g) for g in data.get("guardrails", []))
             return cls(**{**data, "guardrails": rails})
         except TypeError as exc:
             raise InputError(f"the plan's plan.json does not hold a plan of this version: {exc}") from None
@@ -126,81 +127,3 @@ class Plan:
 def digest_of(data: dict) -> str:
     text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-PLAN_VOIDING = ("corpus_moved",)  # warnings a plain comparison decides through, a plan does not
-
-
-def voiding(findings) -> list:
-    """The findings of a comparison that keep a plan from deciding: those that block any decision
-    (`findings.blocking`: degraded, stale override, not core against core, ...), and CORPUS MOVED,
-    which only warns a plain comparison but leaves the plan's sizes measured on other data."""
-    return [*found.blocking(findings), *(f for f in findings if not f.blocks_decision and f.check in PLAN_VOIDING)]
-
-
-def _finding_line(finding) -> str:
-    why = "this comparison does not decide" if finding.blocks_decision else "a plan does not decide through it"
-    return f"{why}: {finding.message.splitlines()[0]}"
-
-
-def _when(ms: int) -> str:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def void_reasons(
-    plan: Plan,
-    recorded_digest: str,
-    plan_start: int,
-    base,
-    cand,
-    cand_start: int,
-    n_candidates: int,
-    findings: tuple = (),
-) -> list[str]:
-    """Why a plan cannot decide for this candidate, one line each (empty: it can).
-
-    `base` and `cand` are fetched runs (their tags); `plan_start` and `cand_start` the runs' start
-    times (ms); `findings`: the comparison's findings (`compare.pairing`), of which those in
-    `voiding` give one line each: a run's tags are read there, once, not here."""
-    out = []
-    if plan.digest() != recorded_digest:
-        out.append(
-            f"the plan was changed after it was made: its plan.json gives digest {plan.digest()[:12]}, "
-            f"it was recorded with {recorded_digest[:12] or 'none'}"
-        )
-    if plan_start > cand_start:
-        out.append(
-            f"the plan was made at {_when(plan_start)}, after candidate {cand.label} started at "
-            f"{_when(cand_start)}: a plan written after the result does not decide"
-        )
-    if base.run_id != plan.baseline:
-        out.append(f"the baseline is run {base.label}, the plan's is {plan.baseline} ({plan.baseline_name})")
-    for side, run in (("baseline", base), ("candidate", cand)):
-        if run.tag("golden_id") != plan.golden_id:
-            out.append(
-                f"the {side} {run.label} ran on golden set {run.tag('golden_id') or '?'}, "
-                f"the plan's is {plan.golden_id}"
-            )
-    if n_candidates > plan.candidates:
-        out.append(
-            f"the plan was made for {plan.candidates} candidate(s) and {n_candidates} are compared: its level "
-            f"{plan.level:.4g} does not cover them (make a plan with --candidates {n_candidates})"
-        )
-    return out + [_finding_line(f) for f in voiding(findings)]
-
-
-def reuse_warning(count: int, limit: int, golden_id: str, by_part: dict[str, int] | None = None) -> str | None:
-    """`WARNING: GOLDEN SET REUSED <n> TIMES` when the decisions made on `golden_id` (this one
-    included) pass `gates.max_decisions`; None until then."""
-    if count <= limit:
-        return None
-    parts = f" (by part: {', '.join(f'{k} {v}' for k, v in sorted(by_part.items()))})" if by_part else ""
-    return (
-        f"WARNING: GOLDEN SET REUSED {count} TIMES: golden set {golden_id} has now made {count} decisions{parts}, "
-        f"past gates.max_decisions = {limit}; each decision leaks a little of it into the choices, and "
-        f"{count} decisions at alpha 0.05 expect {count * 0.05:.1f} false ships among changes that do nothing. "
-        "Decide on a fresh set: build one from newer serves, or split one "
-        "(python -m cortex_exp.golden split GOLDEN --holdout 0.3 --seed S --out DIR) and plan with --holdout"
-    )
