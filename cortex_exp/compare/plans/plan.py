@@ -16,9 +16,8 @@ import re
 from dataclasses import asdict, dataclass
 
 from cortex_exp.compare.effect import Effect, parse_effect
-from cortex_exp.compare.pairing import METRIC_NAME
 from cortex_exp.errors import InputError
-from cortex_exp.metrics import higher_is_better, run_figure
+from cortex_exp.metrics import family_of, higher_is_better, run_figure
 
 _GUARDRAIL = re.compile(r"^\s*(?P<metric>[A-Za-z_]\w*)\s*:\s*(?P<sign>[+-])?(?P<size>.+)$")
 
@@ -59,7 +58,7 @@ def parse_guardrail(text: str) -> tuple[str, str | None, Effect]:
         raise InputError(f"--guardrail {text!r}: {exc}") from None
     if named is not None:
         raise InputError(f"--guardrail {text!r}: MAX_HARM is a size (5%, 0.2sd, 0.02), not METRIC=SIZE")
-    known = METRIC_NAME.match(metric) is not None
+    known = family_of(metric) is not None  # every family of the registry, its condensed view included
     if known and sign is not None and (sign == "-") != higher_is_better(metric):
         worse = "a fall" if higher_is_better(metric) else "a rise"
         raise InputError(
