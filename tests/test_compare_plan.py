@@ -76,7 +76,8 @@ def test_one_plan_many_candidates_each_its_outcome_tagged_and_linked(store, caps
     result, err = decide_json(capsys, uri, runs["base"], ship, flat, noisy, "--plan", plan_id)
     outcomes = [c["decision"]["outcome"] for c in result["candidates"]]
     assert outcomes == ["ship", "equivalent", "no_ship"]
-    assert all(set(c["decision"]) == {"outcome", "reasons", "plan_id"} for c in result["candidates"])
+    keys = {"outcome", "reasons", "plan_id", "primary", "guardrails", "n_queries"}
+    assert all(set(c["decision"]) == keys for c in result["candidates"])
     assert result["candidates"][2]["decision"]["reasons"][0].startswith("guardrail noise_at_5")
     # the decision's interval is the paired t at the plan's level 1 - 0.05/3, not the table's
     base, cand = rows(), rows(0.1, 0.05)
@@ -104,6 +105,38 @@ def test_the_text_says_each_decision_and_what_is_not_in_the_plan(store, capsys):
     assert code == 0, err
     assert "\ndecision: ship\n" in out and "not in the plan (shown above, they do not decide): noise_at_5, mrr" in out
     assert max(len(line) for line in out.splitlines()) <= 100
+
+
+def test_a_decision_names_every_guardrail_in_the_table_the_json_and_its_mlflow_record(store, capsys):
+    """Issue 29 item 6: the guardrails that held are named too (before, only a breached one was),
+    each with its interval at the plan's level and whether it held."""
+    uri, exp, runs = store
+    plan_id = plan(capsys, uri, "--guardrail", "noise_at_5:+0.05", "--guardrail", "mrr:-0.1")
+    cand = later(uri, exp, "core/guarded", rows(0.1, 0.05))
+    code = compare_main([runs["base"], cand, "--plan", plan_id, "--tracking-uri", uri])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    said = " ".join(out.split())  # the lines as read, unwrapped
+    assert "decision: ship" in said
+    for metric, harm in (("noise_at_5", "+0.05"), ("mrr", "-0.1")):
+        assert (
+            f"guardrail {metric} +0.0000 [" in said
+            and f"held, its interval stays within the harm it may show ({harm})" in said
+        )
+    result, _ = decide_json(capsys, uri, runs["base"], cand, "--plan", plan_id, "--no-log")
+    rails = {g["metric"]: g for g in result["decision"]["guardrails"]}
+    assert set(rails) == {"noise_at_5", "mrr"} and all(g["held"] for g in rails.values())
+    level = 1 - 0.05
+    assert rails["mrr"]["level"] == level and rails["noise_at_5"]["max_harm_value"] == 0.05
+    comp_id = out.strip().splitlines()[-1].split("comparison_run_id: ")[1]
+    client = mlflow.MlflowClient(uri)
+    run = client.get_run(comp_id)
+    assert run.data.tags["guardrail.noise_at_5"] == run.data.tags["guardrail.mrr"] == "held"
+    assert run.data.metrics["guardrail_ci_high_noise_at_5"] == rails["noise_at_5"]["ci_high"]
+    record = json.loads(open(client.download_artifacts(comp_id, "decisions.json")).read())
+    (kept,) = record["decisions"]
+    assert kept["guardrails"] == result["decision"]["guardrails"] and kept["candidate"] == cand
+    assert kept["queries"] == [f"q{i:02d}" for i in range(N)]  # the queries the decision read
 
 
 def test_void_for_each_reason(store, capsys):

@@ -6,7 +6,8 @@
   The run's start time is when the plan was made.
 - A comparison made under a plan carries `plan_id`, `decision` and `decision_golden_id` (and
   `decision_golden_part` / `decision_golden_parent` for a part of a split set), and
-  `decisions_made` (its outcomes that are not `void`); the plan run gets a tag
+  `decisions_made` (its outcomes that are not `void`), and `decisions.json` (every decision
+  whole: its guardrails, the query ids it read); the plan run gets a tag
   `decided_in.<comparison id>` and a line in its description per comparison.
 - The reuse of a golden set is counted from those tags, across every experiment of the store.
 """
@@ -24,6 +25,7 @@ from cortex_exp.tracking.store import client as store_client
 
 KIND = "plan"
 PLAN_FILE = "plan.json"
+DECISIONS_FILE = "decisions.json"  # on a comparison run under a plan: each decision and the queries it read
 MAX_RUNS = 50_000
 
 

@@ -30,7 +30,6 @@ class Decisions:
     plan_run: object  # tracking.plans.PlanRun
     plan: Plan
     decisions: list[Decision]
-    primaries: list[Estimate | None]  # the primary's estimate at the plan's level (None: void before it)
     not_in_plan: list[str]
     reuse: int  # decisions on the plan's golden set, this comparison's included
     max_decisions: int
@@ -47,57 +46,80 @@ class Decisions:
 
     @property
     def made(self) -> int:
-        return sum(o != "void" for o in self.outcomes)
+        return sum(d.made for d in self.decisions)
 
     @property
     def warning(self) -> str | None:
         return reuse_warning(self.reuse, self.max_decisions, self.plan.golden_id, self.by_part)
 
+    def record(self) -> dict:
+        """`decisions.json` of the comparison run: every decision with what it read."""
+        return {"plan_id": self.plan_id, "decisions": [d.record() for d in self.decisions]}
 
-def estimate(metric: str, base, cand, ci: str, options, level: float) -> Estimate | str:
-    """The paired difference of `metric` and its interval at `level`; a reason (str) when a run
-    does not carry the metric on every paired query."""
-    rows_a, rows_b = index_rows(base), index_rows(cand)
-    qids, _ = pair_queries(base, cand, rows_a, rows_b, True)
-    lacking = [run.label for run, rows in ((base, rows_a), (cand, rows_b)) if any(metric not in rows[q] for q in qids)]
+
+@dataclass(frozen=True)
+class Sample:
+    """A candidate paired with the baseline as a plan reads it: the paired query ids (the queries
+    both runs scored) and how an interval is drawn on them (`--ci`, its seed, the plan's level)."""
+
+    rows_a: dict
+    rows_b: dict
+    qids: list[str]
+    ci: str
+    draw: stats.Draw
+
+    @classmethod
+    def of(cls, base, cand, ci: str, options, level: float) -> Sample:
+        rows_a, rows_b = index_rows(base), index_rows(cand)
+        qids, _ = pair_queries(base, cand, rows_a, rows_b, True)
+        groups = cluster_labels(rows_a, qids)[0] if ci == "cluster" else None
+        return cls(rows_a, rows_b, qids, ci, stats.Draw(groups, options.seed, options.bootstrap_kind, level))
+
+
+def estimate(metric: str, base, cand, sample: Sample) -> Estimate | str:
+    """The paired difference of `metric` and its interval at the plan's level; a reason (str) when
+    a run does not carry the metric on every paired query."""
+    rows = ((base, sample.rows_a), (cand, sample.rows_b))
+    lacking = [run.label for run, by_qid in rows if any(metric not in by_qid[q] for q in sample.qids)]
     if lacking:
         return f"{metric} is not in per_query.jsonl of run {' and run '.join(lacking)}: the plan cannot read it"
-    a = [float(rows_a[q][metric]) for q in qids]
-    b = [float(rows_b[q][metric]) for q in qids]
+    a = [float(sample.rows_a[q][metric]) for q in sample.qids]
+    b = [float(sample.rows_b[q][metric]) for q in sample.qids]
     d = stats.paired_differences(a, b)
-    groups = cluster_labels(rows_a, qids)[0] if ci == "cluster" else None
-    iv = stats.interval(d, ci, stats.Draw(groups, options.seed, options.bootstrap_kind, level))
+    iv = stats.interval(d, sample.ci, sample.draw)
     sd = float(np.std(d, ddof=1))
-    return Estimate(metric, float(np.mean(d)), iv.low, iv.high, higher_is_better(metric), sd, len(d), level)
+    return Estimate(metric, float(np.mean(d)), iv.low, iv.high, higher_is_better(metric), sd, len(d), sample.draw.level)
 
 
-def decide_pair(plan: Plan, plan_run, base, pair, cand_start: int, n_candidates: int, options) -> tuple:
-    """(Decision, the primary's Estimate or None) of one candidate."""
-    void = void_reasons(
-        plan, plan_run.digest, plan_run.start_time, base, pair.candidate, cand_start, n_candidates, pair.findings
-    )
-    ci = pair.result["ci"]
-    primary = estimate(plan.primary, base, pair.candidate, ci, options, plan.level)
-    rails = [(g, estimate(g.metric, base, pair.candidate, ci, options, plan.level)) for g in plan.guardrails]
+def decide_pair(plan: Plan, plan_run, base, pair, cand_start: int, n_candidates: int, options) -> Decision:
+    """The decision of one candidate: every guardrail checked, the queries read kept."""
+    cand = pair.candidate
+    void = void_reasons(plan, plan_run.digest, plan_run.start_time, base, cand, cand_start, n_candidates, pair.findings)
+    sample = Sample.of(base, cand, pair.result["ci"], options, plan.level)
+    primary = estimate(plan.primary, base, cand, sample)
+    rails = [(g, estimate(g.metric, base, cand, sample)) for g in plan.guardrails]
     void += [e for e in (primary, *(e for _, e in rails)) if isinstance(e, str)]
-    if void:
-        return Decision("void", tuple(void)), primary if isinstance(primary, Estimate) else None
-    guards = tuple(GuardrailCheck(replace(e, higher_is_better=g.higher_is_better), g.value) for g, e in rails)
-    return decide(primary, plan.min_effect_value, guards), primary
+    checks = tuple(
+        GuardrailCheck(replace(e, higher_is_better=g.higher_is_better), g.value)
+        for g, e in rails
+        if isinstance(e, Estimate)
+    )
+    context = {"plan_id": plan_run.plan_id, "candidate": cand.run_id, "queries": tuple(sample.qids)}
+    if not isinstance(primary, Estimate):
+        return Decision("void", tuple(void), None, checks, **context)
+    return decide(primary, plan.min_effect_value, checks, tuple(void), **context)
 
 
 def decide_comparison(comparison, plan_run, starts: dict[str, int], reuse_before: int, by_part: dict, limit: int):
     """Every candidate of `comparison` decided under the plan run `plan_run` (`tracking.plans.PlanRun`)."""
     plan = Plan.from_dict(plan_run.plan)
-    decided = [
-        decide_pair(
-            plan, plan_run, comparison.base, p, starts[p.candidate.run_id], len(comparison.pairs), comparison.options
-        )
+    n, options = len(comparison.pairs), comparison.options
+    decisions = [
+        decide_pair(plan, plan_run, comparison.base, p, starts[p.candidate.run_id], n, options)
         for p in comparison.pairs
     ]
-    decisions = [d for d, _ in decided]
     planned = {plan.primary, *(g.metric for g in plan.guardrails)}
-    made = sum(d.outcome != "void" for d in decisions)
+    made = sum(d.made for d in decisions)
     parts = dict(by_part)
     if plan.golden_part:
         parts[plan.golden_part] = parts.get(plan.golden_part, 0) + made
@@ -105,7 +127,6 @@ def decide_comparison(comparison, plan_run, starts: dict[str, int], reuse_before
         plan_run=plan_run,
         plan=plan,
         decisions=decisions,
-        primaries=[e for _, e in decided],
         not_in_plan=[n for n in comparison.names if n not in planned],
         reuse=reuse_before + made,
         max_decisions=limit,
@@ -152,7 +173,7 @@ def under_plan(uri: str, comparison) -> None:
     by_part = plans.decisions_by_part(uri, parent) if parent else {}
     decided = decide_comparison(comparison, plan_run, starts, before, by_part, options.max_decisions)
     for p, d in zip(comparison.pairs, decided.decisions):
-        p.result["decision"] = d.as_dict(decided.plan_id)
+        p.result["decision"] = d.to_dict()
     decided.recorded = not options.no_log
     comparison.decided = decided
     if decided.warning:
