@@ -18,15 +18,16 @@ from cortex_exp.compare.plans.cli import main as plan_main
 N = 40
 
 
-def rows(shift: float = 0.0, spread: float = 0.0, noise: float = 0.0) -> list[dict]:
-    """N queries: recall_at_24 = base + shift ± spread (alternating), noise_at_5 = 0.1 + noise ± 0.01."""
+def rows(shift: float = 0.0, spread: float = 0.0, noise: float = 0.0, qids: list[str] | None = None) -> list[dict]:
+    """N queries (or `qids`): recall_at_24 = base + shift ± spread (alternating), noise_at_5 =
+    0.1 + noise ± 0.01. The same qid is the same query (the reuse of a golden set counts by them)."""
     base = np.linspace(0.3, 0.7, N)
     out = []
-    for i in range(N):
+    for i, qid in enumerate(qids or [f"q{i:02d}" for i in range(N)]):
         sign = 1.0 if i % 2 == 0 else -1.0
         out.append(
             {
-                "qid": f"q{i:02d}",
+                "qid": qid,
                 "project": f"p{i % 4}",
                 "recall_at_24": float(base[i] + shift + sign * spread),
                 "noise_at_5": float(0.1 + noise + sign * 0.01),
@@ -176,15 +177,17 @@ def test_void_for_each_reason(store, capsys):
 
 def test_a_golden_set_reused_past_max_decisions_warns(store, capsys):
     uri, exp, _ = store
-    base = later(uri, exp, "core/base7", rows(), golden="g7")  # a golden set of its own: its own count
-    plan_id = plan(capsys, uri, baseline=base)
+    qids = [f"g7-{i:02d}" for i in range(N)]  # queries of their own: their own count
+    base = later(uri, exp, "core/base7", rows(qids=qids), golden="g7")
+    plan_id = plan(capsys, uri, "--candidates", "3", baseline=base)
     counts = []
     for i in range(3):
-        cand = later(uri, exp, f"core/try{i}", rows(0.1, 0.05), golden="g7")
+        cand = later(uri, exp, f"core/try{i}", rows(0.1, 0.05, qids=qids), golden="g7")
         code = compare_main([base, cand, "--plan", plan_id, "--tracking-uri", uri, "--max-decisions", "2"])
         out, err = capsys.readouterr()
         assert code == 0, err
-        counts.append(("WARNING: GOLDEN SET REUSED 3 TIMES" in err, f"decisions on golden set g7: {i + 1}," in out))
+        said = " ".join(out.split())
+        counts.append(("WARNING: GOLDEN SET REUSED 3 TIMES" in err, f"queries of golden set g7: {i + 1}," in said))
     assert counts == [(False, True), (False, True), (True, True)]
 
 
@@ -222,19 +225,48 @@ def test_bad_input_is_exit_2(store, capsys, args, message):
     assert code == 2 and message in capsys.readouterr().err
 
 
-def test_decisions_on_a_held_out_part_are_counted_by_part(store, capsys):
+def held_out(uri, exp, name: str, qids: list[str], golden: str, parent: str, shift: float = 0.0) -> str:
+    """A run on the held-out part `golden` of the golden set `parent` (its manifest says so, as
+    `golden split` writes it): the part's queries are the parent's, under a golden_id of its own."""
+    run = later(uri, exp, name, rows(shift, 0.05 if shift else 0.0, qids=qids), golden=golden)
+    manifest = {"golden_id": golden, "built_at": "2026-11-02T08:00:00Z", "split": {"part": "holdout", "parent": parent}}
+    mlflow.MlflowClient(uri).log_dict(run, manifest, "golden_manifest.json")
+    return run
+
+
+def test_reuse_is_counted_by_the_queries_whatever_golden_set_decided_on_them(store, capsys):
+    """Issue 28 item 5: `golden split` (and add-judgments, rebuild) gave the part a golden_id of
+    its own, and the count started again at 1 although every held-out query had served the
+    parent's decisions. Now the count is of the earlier decisions that read any of its queries."""
     uri, exp, _ = store
-    base = later(uri, exp, "core/baseH", rows(), golden="gH")
-    manifest = {"golden_id": "gH", "split": {"part": "holdout", "parent": "gP"}}
-    mlflow.MlflowClient(uri).log_dict(base, manifest, "golden_manifest.json")
-    plan_id = plan(capsys, uri, "--holdout", baseline=base)
-    cand = later(uri, exp, "core/held", rows(0.1, 0.05), golden="gH")
-    code = compare_main([base, cand, "--plan", plan_id, "--tracking-uri", uri])
+    qids = [f"gP-{i:02d}" for i in range(N)]
+    parent = later(uri, exp, "core/baseP", rows(qids=qids), golden="gP")
+    plan_p = plan(capsys, uri, "--candidates", "2", baseline=parent)
+    for name in ("core/p1", "core/p2"):  # two decisions on the parent, on every one of its queries
+        cand = later(uri, exp, name, rows(0.1, 0.05, qids=qids), golden="gP")
+        assert compare_main([parent, cand, "--plan", plan_p, "--tracking-uri", uri]) == 0
+    capsys.readouterr()
+    part = qids[:16]  # the held-out part: 16 of the parent's queries
+    base = held_out(uri, exp, "core/baseH", part, "gH", "gP")
+    plan_h = plan(capsys, uri, "--holdout", baseline=base)
+    cand = held_out(uri, exp, "core/held", part, "gH", "gP", shift=0.1)
+    code = compare_main([base, cand, "--plan", plan_h, "--tracking-uri", uri, "--max-decisions", "2"])
     out, err = capsys.readouterr()
     assert code == 0, err
     said = " ".join(out.split())  # the lines as read, unwrapped
-    assert "decisions on golden set gH (holdout part of gP): 1, this one included" in said
-    assert "by part: holdout 1" in said
+    assert "decisions on the queries of golden set gH (holdout part of gP): 3, this one included" in said
+    assert "earlier ones by golden set: gP 2" in said
+    # the advice no longer sends to a split of the same queries: a set of serves after it was built
+    assert err.startswith("WARNING: GOLDEN SET REUSED 3 TIMES: 3 decisions have read queries of golden set gH")
+    assert "--since 2026-11-02T08:00:00Z" in " ".join(err.split()) and "golden split" not in err
     comp_id = out.strip().splitlines()[-1].split("comparison_run_id: ")[1]
     tags = mlflow.MlflowClient(uri).get_run(comp_id).data.tags
     assert (tags["decision_golden_part"], tags["decision_golden_parent"]) == ("holdout", "gP")
+    # a set built from later serves shares no query: its count starts at its own decision
+    fresh = [f"gF-{i:02d}" for i in range(N)]
+    base_f = later(uri, exp, "core/baseF", rows(qids=fresh), golden="gF")
+    plan_f = plan(capsys, uri, baseline=base_f)
+    cand_f = later(uri, exp, "core/fresh1", rows(0.1, 0.05, qids=fresh), golden="gF")
+    code = compare_main([base_f, cand_f, "--plan", plan_f, "--tracking-uri", uri, "--no-log"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "decisions on the queries of golden set gF: 1, this one included" in " ".join(out.split())

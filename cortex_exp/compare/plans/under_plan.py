@@ -4,13 +4,13 @@
 The decision reads only the plan's primary and guardrails. Their intervals are drawn here, at
 the plan's level 1 − alpha / candidates (the plan's own correction, whatever the table's), by
 the comparison's `--ci` on the same paired queries; then `decision.decide` gives the outcome.
-Every other metric is shown, and does not decide ("not in the plan"). The reuse of the golden
-set (decisions made on it before, from the tracking store) comes with it.
+Every other metric is shown, and does not decide ("not in the plan"). The reuse of the queries
+(the decisions recorded before that read any of them, from the tracking store) comes with it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -18,23 +18,23 @@ from cortex_exp.compare import stats
 from cortex_exp.compare.pairing import cluster_labels, index_rows, pair_queries
 from cortex_exp.compare.plans.decision import Decision, Estimate, GuardrailCheck, decide
 from cortex_exp.compare.plans.plan import Plan
-from cortex_exp.compare.plans.reuse import reuse_warning
+from cortex_exp.compare.plans.reuse import Reuse, count_reuse, reuse_warning
 from cortex_exp.compare.plans.void import void_reasons
 from cortex_exp.metrics import higher_is_better
 
 
 @dataclass
 class Decisions:
-    """The decisions of one comparison under one plan, in the candidates' order."""
+    """The decisions of one comparison under one plan, in the candidates' order, and the reuse of
+    the queries they read (`reuse.Reuse`)."""
 
     plan_run: object  # tracking.plans.PlanRun
     plan: Plan
     decisions: list[Decision]
     not_in_plan: list[str]
-    reuse: int  # decisions on the plan's golden set, this comparison's included
-    max_decisions: int
-    by_part: dict[str, int] = field(default_factory=dict)
+    reuse: Reuse
     recorded: bool = True  # False with --no-log: this comparison's decisions are not in the store
+    built_at: str | None = None  # when the plan's golden set was built: the warning's fresh-set date
 
     @property
     def plan_id(self) -> str:
@@ -50,7 +50,7 @@ class Decisions:
 
     @property
     def warning(self) -> str | None:
-        return reuse_warning(self.reuse, self.max_decisions, self.plan.golden_id, self.by_part)
+        return reuse_warning(self.reuse, self.built_at)
 
     def record(self) -> dict:
         """`decisions.json` of the comparison run: every decision with what it read."""
@@ -110,8 +110,9 @@ def decide_pair(plan: Plan, plan_run, base, pair, cand_start: int, n_candidates:
     return decide(primary, plan.min_effect_value, checks, tuple(void), **context)
 
 
-def decide_comparison(comparison, plan_run, starts: dict[str, int], reuse_before: int, by_part: dict, limit: int):
-    """Every candidate of `comparison` decided under the plan run `plan_run` (`tracking.plans.PlanRun`)."""
+def decide_comparison(comparison, plan_run, starts: dict[str, int], earlier: list, limit: int) -> Decisions:
+    """Every candidate of `comparison` decided under the plan run `plan_run` (`tracking.plans.PlanRun`);
+    `earlier`: the decisions the store holds (`tracking.plans.RecordedDecision`)."""
     plan = Plan.from_dict(plan_run.plan)
     n, options = len(comparison.pairs), comparison.options
     decisions = [
@@ -119,18 +120,13 @@ def decide_comparison(comparison, plan_run, starts: dict[str, int], reuse_before
         for p in comparison.pairs
     ]
     planned = {plan.primary, *(g.metric for g in plan.guardrails)}
-    made = sum(d.made for d in decisions)
-    parts = dict(by_part)
-    if plan.golden_part:
-        parts[plan.golden_part] = parts.get(plan.golden_part, 0) + made
+    read = {q for d in decisions for q in d.queries}
     return Decisions(
         plan_run=plan_run,
         plan=plan,
         decisions=decisions,
         not_in_plan=[n for n in comparison.names if n not in planned],
-        reuse=reuse_before + made,
-        max_decisions=limit,
-        by_part=parts,
+        reuse=count_reuse(earlier, read, plan.golden_id, sum(d.made for d in decisions), limit),
     )
 
 
@@ -149,17 +145,18 @@ def lines(decided: Decisions, names: list[str]) -> list[str]:
     if decided.not_in_plan:
         out.append(f"not in the plan (shown above, they do not decide): {', '.join(decided.not_in_plan)}")
     where = f" ({plan.golden_part} part of {plan.golden_parent})" if plan.golden_part else ""
-    parts = f"; by part: {', '.join(f'{k} {v}' for k, v in sorted(decided.by_part.items()))}" if decided.by_part else ""
+    reuse = decided.reuse
+    earlier = f"; earlier ones by golden set: {reuse.shown()}" if reuse.earlier else ""
     this = "this one included" if decided.recorded else "this one included, though --no-log does not record it"
     out.append(
-        f"decisions on golden set {plan.golden_id}{where}: {decided.reuse}, {this} "
-        f"(gates.max_decisions {decided.max_decisions}){parts}"
+        f"decisions on the queries of golden set {plan.golden_id}{where}: {reuse.count}, {this} "
+        f"(gates.max_decisions {reuse.limit}){earlier}"
     )
     return out
 
 
 def under_plan(uri: str, comparison) -> None:
-    """`--plan`: read the plan and the reuse of its golden set from the tracking store, decide
+    """`--plan`: read the plan and the decisions recorded so far from the tracking store, decide
     every candidate, put each decision in its candidate's JSON object, and say the reuse warning."""
     import sys
 
@@ -168,13 +165,12 @@ def under_plan(uri: str, comparison) -> None:
     options = comparison.options
     plan_run = plans.read_plan(uri, options.plan)
     starts = plans.start_times(uri, [c.run_id for c in comparison.candidates])
-    golden, parent = plan_run.plan.get("golden_id", ""), plan_run.plan.get("golden_parent")
-    before = plans.decisions_on(uri, golden)
-    by_part = plans.decisions_by_part(uri, parent) if parent else {}
-    decided = decide_comparison(comparison, plan_run, starts, before, by_part, options.max_decisions)
+    decided = decide_comparison(comparison, plan_run, starts, plans.recorded_decisions(uri), options.max_decisions)
     for p, d in zip(comparison.pairs, decided.decisions):
         p.result["decision"] = d.to_dict()
     decided.recorded = not options.no_log
+    if decided.reuse.past_limit:
+        decided.built_at = (plans.golden_manifest(uri, decided.plan.baseline) or {}).get("built_at")
     comparison.decided = decided
     if decided.warning:
         print(decided.warning, file=sys.stderr)
