@@ -114,21 +114,18 @@ def test_a_decision_names_every_guardrail_in_the_table_the_json_and_its_mlflow_r
     uri, exp, runs = store
     plan_id = plan(capsys, uri, "--guardrail", "noise_at_5:+0.05", "--guardrail", "mrr:-0.1")
     cand = later(uri, exp, "core/guarded", rows(0.1, 0.05))
+    result, _ = decide_json(capsys, uri, runs["base"], cand, "--plan", plan_id, "--no-log")  # not recorded
+    rails = {g["metric"]: g for g in result["decision"]["guardrails"]}
+    assert set(rails) == {"noise_at_5", "mrr"} and all(g["held"] for g in rails.values())
+    assert rails["mrr"]["level"] == 1 - 0.05 and rails["noise_at_5"]["max_harm_value"] == 0.05
     code = compare_main([runs["base"], cand, "--plan", plan_id, "--tracking-uri", uri])
     out, err = capsys.readouterr()
     assert code == 0, err
     said = " ".join(out.split())  # the lines as read, unwrapped
     assert "decision: ship" in said
     for metric, harm in (("noise_at_5", "+0.05"), ("mrr", "-0.1")):
-        assert (
-            f"guardrail {metric} +0.0000 [" in said
-            and f"held, its interval stays within the harm it may show ({harm})" in said
-        )
-    result, _ = decide_json(capsys, uri, runs["base"], cand, "--plan", plan_id, "--no-log")
-    rails = {g["metric"]: g for g in result["decision"]["guardrails"]}
-    assert set(rails) == {"noise_at_5", "mrr"} and all(g["held"] for g in rails.values())
-    level = 1 - 0.05
-    assert rails["mrr"]["level"] == level and rails["noise_at_5"]["max_harm_value"] == 0.05
+        assert f"guardrail {metric} +0.0000 [" in said
+        assert f"held, its interval stays within the harm it may show ({harm})" in said
     comp_id = out.strip().splitlines()[-1].split("comparison_run_id: ")[1]
     client = mlflow.MlflowClient(uri)
     run = client.get_run(comp_id)
@@ -270,3 +267,77 @@ def test_reuse_is_counted_by_the_queries_whatever_golden_set_decided_on_them(sto
     code = compare_main([base_f, cand_f, "--plan", plan_f, "--tracking-uri", uri, "--no-log"])
     out, err = capsys.readouterr()
     assert code == 0 and "decisions on the queries of golden set gF: 1, this one included" in " ".join(out.split())
+
+
+def planned_runs(capsys, uri, exp, tag: str, n: int, *plan_args) -> tuple[str, str, list[str]]:
+    """A baseline, a plan on it, then `n` candidates (each +0.1: a ship), on a golden set and
+    queries of their own: (baseline, plan id, candidates)."""
+    qids = [f"{tag}-{i:02d}" for i in range(N)]
+    base = later(uri, exp, f"core/base{tag}", rows(qids=qids), golden=tag)
+    plan_id = plan(capsys, uri, *plan_args, baseline=base)
+    cands = [later(uri, exp, f"core/{tag}{i}", rows(0.1, 0.05, qids=qids), golden=tag) for i in range(n)]
+    return base, plan_id, cands
+
+
+def test_a_plan_for_n_candidates_decides_n_in_all_its_comparisons(store, capsys):
+    """Issue 28 item 6: a plan for one candidate decided any number of them compared one at a time,
+    each at the uncorrected level. Now the N+1th is void, and a void outcome spends nothing."""
+    uri, exp, _ = store
+    base, plan_id, (c1, c2, c3) = planned_runs(capsys, uri, exp, "gN", 3, "--candidates", "2")
+    degraded = later(
+        uri, exp, "core/gND", rows(0.1, 0.05, qids=[f"gN-{i:02d}" for i in range(N)]), golden="gN", degraded="true"
+    )
+    result, _ = decide_json(capsys, uri, base, degraded, "--plan", plan_id)
+    assert result["decision"]["outcome"] == "void"  # counts nowhere
+    for cand in (c1, c2):
+        result, _ = decide_json(capsys, uri, base, cand, "--plan", plan_id)
+        assert result["decision"]["outcome"] == "ship" and result["decision"]["primary"]["level"] == 1 - 0.05 / 2
+    result, _ = decide_json(capsys, uri, base, c3, "--plan", plan_id)
+    (reason,) = result["decision"]["reasons"]
+    assert result["decision"]["outcome"] == "void"
+    assert reason.startswith(f"the plan was made for 2 candidate(s) and has decided 2 already (run {c1}, run {c2})")
+
+
+def test_a_plan_fixes_its_interval_method_and_seed(store, capsys):
+    """Issue 28 item 6: the same pair could be decided under every --ci and --seed. Now `plan
+    create --ci --seed` fixes them, and a comparison with others is void."""
+    uri, exp, _ = store
+    base, plan_id, (cand,) = planned_runs(capsys, uri, exp, "gM", 1, "--ci", "bootstrap", "--seed", "3")
+    for other in ([], ["--ci", "bootstrap", "--seed", "4"], ["--ci", "permutation", "--seed", "3"]):
+        result, _ = decide_json(capsys, uri, base, cand, "--plan", plan_id, *other, "--no-log")
+        (reason,) = result["decision"]["reasons"]
+        assert result["decision"]["outcome"] == "void"
+        assert reason.startswith("the plan fixes the interval: compare --ci bootstrap --seed 3; this comparison used")
+    result, _ = decide_json(capsys, uri, base, cand, "--plan", plan_id, "--ci", "bootstrap", "--seed", "3", "--no-log")
+    assert result["decision"]["outcome"] == "ship" and result["ci"] == "bootstrap" and result["seed"] == 3
+
+
+def test_a_pair_decided_under_a_plan_is_not_decided_again(store, capsys):
+    """Issue 28 item 6: each re-decision of a pair was recorded. Now exit 2 naming the earlier one,
+    whatever the options (a --no-log look before it is no decision)."""
+    uri, exp, _ = store
+    base, plan_id, (cand,) = planned_runs(capsys, uri, exp, "gR", 1, "--candidates", "3")
+    decide_json(capsys, uri, base, cand, "--plan", plan_id, "--no-log")
+    _, err = decide_json(capsys, uri, base, cand, "--plan", plan_id)
+    first = err.strip().splitlines()[-1].split("comparison_run_id: ")[1]
+    for again in ([], ["--ci", "bootstrap", "--seed", "9"], ["--no-log"]):
+        code = compare_main([base, cand, "--plan", plan_id, *again, "--tracking-uri", uri])
+        err = capsys.readouterr().err
+        assert code == 2 and f"was decided under this plan already: ship in comparison run {first}" in err
+
+
+def test_a_plan_recorded_before_it_fixed_the_interval_keeps_its_digest_and_decides(store, capsys):
+    """A plan.json written before plans held `ci` and `seed` reads back to the same digest: it is
+    not "changed after it was made", and it fixes no interval."""
+    from cortex_exp.compare.plans.plan import digest_of
+    from cortex_exp.tracking.plans import PLAN_FILE, log_plan
+
+    uri, exp, runs = store
+    client = mlflow.MlflowClient(uri)
+    made = json.loads(open(client.download_artifacts(plan(capsys, uri), PLAN_FILE)).read())
+    assert made["ci"] == "t" and "seed" not in made  # a plan made now: the method it fixes
+    older = {k: v for k, v in made.items() if k not in ("ci", "seed")}  # as plan create wrote it before
+    old_id = log_plan(uri, client.get_experiment(exp).name, "plan: older", older, digest_of(older), "an older plan")
+    cand = later(uri, exp, "core/older", rows(0.1, 0.05))
+    result, _ = decide_json(capsys, uri, runs["base"], cand, "--plan", old_id, "--ci", "bootstrap", "--no-log")
+    assert result["decision"]["outcome"] == "ship", result["decision"]["reasons"]

@@ -129,6 +129,7 @@ class RecordedDecision:
     candidate: str
     outcome: str
     queries: frozenset[str] | None
+    made_at: int = 0  # the comparison run's start time (ms since the epoch)
 
     @property
     def made(self) -> bool:
@@ -159,8 +160,8 @@ def _queries_read(client, run) -> dict[str, frozenset[str]]:
 
 
 def recorded_decisions(uri: str) -> list[RecordedDecision]:
-    """Every decision recorded in the store, in every experiment: the comparison runs made under a
-    plan (`tags.plan_id`), one entry per candidate. A run whose decisions were all void has its
+    """Every decision recorded in the store, in every experiment, the oldest first: the comparison
+    runs made under a plan (`tags.plan_id`), one entry per candidate. A run whose decisions were all void has its
     entries without reading its artifacts (they count nowhere)."""
     with guard(uri):
         c = store_client(uri)
@@ -180,10 +181,11 @@ def recorded_decisions(uri: str) -> list[RecordedDecision]:
                     candidate,
                     outcome,
                     read.get(candidate),
+                    run.info.start_time,
                 )
                 for candidate, outcome in _candidates(tags)
             ]
-    return out
+    return sorted(out, key=lambda r: r.made_at)  # the oldest first
 
 
 def link_decisions(uri: str, plan: PlanRun, comparison_id: str, link: str, outcomes: dict[str, str]) -> None:

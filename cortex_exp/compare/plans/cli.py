@@ -1,6 +1,6 @@
 """`python -m cortex_exp.plan create --baseline RUN --primary METRIC --min-effect SIZE
-[--guardrail METRIC:MAX_HARM]... [--alpha A] [--power P] [--candidates N] [--hypothesis TEXT]
-[--holdout]`: a plan, recorded in MLflow before the candidate runs (docs/decisions.md).
+[--guardrail METRIC:MAX_HARM]... [--alpha A] [--power P] [--candidates N] [--ci KIND] [--seed N]
+[--hypothesis TEXT] [--holdout]`: a plan, recorded in MLflow before the candidate runs (docs/decisions.md).
 
 The command's module is `cortex_exp/plan/__main__.py`, which runs `main` here."""
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from cortex_exp.compare.options import CI_KINDS
 from cortex_exp.compare.plans.create import make_plan, underpowered_warning
 from cortex_exp.errors import InputError, quiet_stdout, run_cli
 from cortex_exp.logs import configure as configure_logging
@@ -40,7 +41,16 @@ def parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--alpha", type=float, default=0.05, help="error rate of the decision (default 0.05)")
     c.add_argument("--power", type=float, default=0.8, help="power to detect the minimum effect (default 0.8)")
-    c.add_argument("--candidates", type=int, default=1, help="candidates the plan will judge (default 1)")
+    c.add_argument(
+        "--candidates", type=int, default=1, help="candidates the plan will decide, in all its comparisons (default 1)"
+    )
+    c.add_argument(
+        "--ci",
+        choices=CI_KINDS,
+        default="t",
+        help="the interval every decision under the plan reads; compare --plan with another is void (default t)",
+    )
+    c.add_argument("--seed", type=int, default=0, help="the seed of that interval, but t's (default 0)")
     c.add_argument("--hypothesis", default="", metavar="TEXT", help="what the change should do, in words")
     c.add_argument(
         "--holdout",
@@ -59,7 +69,8 @@ def note(plan, baseline) -> str:
         f"**Plan** on baseline {baseline.label}, golden set {plan.golden_id}"
         + (f" ({plan.golden_part} part of {plan.golden_parent})" if plan.golden_part else "")
         + f": ship when {plan.primary} improves by at least {plan.min_effect} ({plan.min_effect_value:.4g}), "
-        f"at alpha {plan.alpha:g} across {plan.candidates} candidate(s) (level {plan.level:.4g}). "
+        f"at alpha {plan.alpha:g} across {plan.candidates} candidate(s) in all (level {plan.level:.4g}), "
+        f"intervals by compare {plan.method}. "
         f"Guardrails: {rails}. Needs {plan.queries_needed} paired queries; the golden set holds "
         f"{plan.queries_available}." + (f"\n\nHypothesis: {plan.hypothesis}" if plan.hypothesis else "")
     )
@@ -84,6 +95,8 @@ def create(args) -> None:
         hypothesis=args.hypothesis,
         holdout=args.holdout,
         manifest=manifest,
+        ci=args.ci,
+        seed=args.seed,
     )
     warning = underpowered_warning(plan)
     if warning:

@@ -96,6 +96,10 @@ class Plan:
     holdout: bool = False
     golden_part: str | None = None  # the part of a split the plan decides on (`golden split`)
     golden_parent: str | None = None  # the golden_id of the set that part was split from
+    # Added after plans were first recorded (issue 28): absent from an older plan.json, and left
+    # out of as_dict while None, so that an older plan keeps its digest (ADDED)
+    ci: str | None = None  # the interval method every decision under the plan reads (`--ci`)
+    seed: int | None = None  # its seed (None for `t`, which draws nothing at random)
 
     @property
     def level(self) -> float:
@@ -106,10 +110,18 @@ class Plan:
     def underpowered(self) -> bool:
         return self.queries_available < self.queries_needed
 
+    @property
+    def method(self) -> str:
+        """The interval method as compare's options name it: `--ci bootstrap --seed 3`."""
+        return f"--ci {self.ci}" + (f" --seed {self.seed}" if self.seed is not None else "")
+
     def as_dict(self) -> dict:
+        """The canonical JSON (`plan.json`; the digest is of it). A field added after plans were
+        first recorded is written only when it holds a value: an older plan reads back to the
+        same dict, hence the same digest."""
         out = asdict(self)
         out["guardrails"] = [asdict(g) for g in self.guardrails]
-        return out
+        return {k: v for k, v in out.items() if k not in ADDED or v is not None}
 
     def digest(self) -> str:
         return digest_of(self.as_dict())
@@ -121,6 +133,9 @@ class Plan:
             return cls(**{**data, "guardrails": rails})
         except TypeError as exc:
             raise InputError(f"the plan's plan.json does not hold a plan of this version: {exc}") from None
+
+
+ADDED = ("ci", "seed")  # fields added after plans were first recorded: None is absent
 
 
 def digest_of(data: dict) -> str:

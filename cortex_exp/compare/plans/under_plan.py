@@ -20,6 +20,7 @@ from cortex_exp.compare.plans.decision import Decision, Estimate, GuardrailCheck
 from cortex_exp.compare.plans.plan import Plan
 from cortex_exp.compare.plans.reuse import Reuse, count_reuse, reuse_warning
 from cortex_exp.compare.plans.void import void_reasons
+from cortex_exp.errors import InputError
 from cortex_exp.metrics import higher_is_better
 
 
@@ -91,10 +92,22 @@ def estimate(metric: str, base, cand, sample: Sample) -> Estimate | str:
     return Estimate(metric, float(np.mean(d)), iv.low, iv.high, higher_is_better(metric), sd, len(d), sample.draw.level)
 
 
-def decide_pair(plan: Plan, plan_run, base, pair, cand_start: int, n_candidates: int, options) -> Decision:
-    """The decision of one candidate: every guardrail checked, the queries read kept."""
+def decide_pair(plan: Plan, plan_run, base, pair, cand_start: int, n_candidates: int, options, decided=()) -> Decision:
+    """The decision of one candidate: every guardrail checked, the queries read kept. `decided`:
+    the candidates the plan has decided before this one."""
     cand = pair.candidate
-    void = void_reasons(plan, plan_run.digest, plan_run.start_time, base, cand, cand_start, n_candidates, pair.findings)
+    void = void_reasons(
+        plan,
+        plan_run.digest,
+        plan_run.start_time,
+        base,
+        cand,
+        cand_start,
+        n_candidates,
+        pair.findings,
+        method=(options.ci, options.seed),
+        decided=tuple(decided),
+    )
     sample = Sample.of(base, cand, pair.result["ci"], options, plan.level)
     primary = estimate(plan.primary, base, cand, sample)
     rails = [(g, estimate(g.metric, base, cand, sample)) for g in plan.guardrails]
@@ -115,10 +128,14 @@ def decide_comparison(comparison, plan_run, starts: dict[str, int], earlier: lis
     `earlier`: the decisions the store holds (`tracking.plans.RecordedDecision`)."""
     plan = Plan.from_dict(plan_run.plan)
     n, options = len(comparison.pairs), comparison.options
-    decisions = [
-        decide_pair(plan, plan_run, comparison.base, p, starts[p.candidate.run_id], n, options)
-        for p in comparison.pairs
-    ]
+    before = [r for r in earlier if r.plan_id == plan_run.plan_id and r.made]
+    refuse_decided_again(plan_run.plan_id, comparison.candidates, before)
+    decided = [f"run {r.candidate}" for r in before]  # what the plan's level has covered so far
+    decisions = []
+    for p in comparison.pairs:
+        d = decide_pair(plan, plan_run, comparison.base, p, starts[p.candidate.run_id], n, options, decided)
+        decisions.append(d)
+        decided += [f"run {d.candidate}"] if d.made else []
     planned = {plan.primary, *(g.metric for g in plan.guardrails)}
     read = {q for d in decisions for q in d.queries}
     return Decisions(
@@ -128,6 +145,19 @@ def decide_comparison(comparison, plan_run, starts: dict[str, int], earlier: lis
         not_in_plan=[n for n in comparison.names if n not in planned],
         reuse=count_reuse(earlier, read, plan.golden_id, sum(d.made for d in decisions), limit),
     )
+
+
+def refuse_decided_again(plan_id: str, candidates: list, before: list) -> None:
+    """A pair decided under a plan is not decided again (exit 2 naming the earlier decision): a
+    second look — another --ci, another seed, a later day — would spend the plan's level twice."""
+    for cand in candidates:
+        prior = next((r for r in before if r.candidate == cand.run_id), None)
+        if prior is not None:
+            raise InputError(
+                f"compare --plan {plan_id}: candidate {cand.label} was decided under this plan already: "
+                f"{prior.outcome} in comparison run {prior.comparison_id} ({prior.comparison_name}); a plan "
+                "decides a pair once. Read that decision in MLflow, or make a new plan before a new candidate"
+            )
 
 
 def lines(decided: Decisions, names: list[str]) -> list[str]:

@@ -36,13 +36,17 @@ def void_reasons(
     cand_start: int,
     n_candidates: int,
     findings: tuple = (),
+    method: tuple[str, int] | None = None,
+    decided: tuple[str, ...] = (),
 ) -> list[str]:
     """Why a plan cannot decide for this candidate, one line each (empty: it can).
 
     `base` and `cand` are fetched runs (their tags); `plan_start` and `cand_start` the runs' start
     times (ms); `findings`: the comparison's findings (`compare.pairing`), of which those in
-    `voiding` give one line each: a run's tags are read there, once, not here."""
-    out = []
+    `voiding` give one line each: a run's tags are read there, once, not here. `method`: the
+    comparison's `--ci` and `--seed`; `decided`: the candidates the plan has decided before this
+    one (in the store, and earlier in this comparison)."""
+    out = method_reasons(plan, method) + budget_reasons(plan, decided)
     if plan.digest() != recorded_digest:
         out.append(
             f"the plan was changed after it was made: its plan.json gives digest {plan.digest()[:12]}, "
@@ -67,3 +71,31 @@ def void_reasons(
             f"{plan.level:.4g} does not cover them (make a plan with --candidates {n_candidates})"
         )
     return out + [_finding_line(f) for f in voiding(findings)]
+
+
+def method_reasons(plan: Plan, method: tuple[str, int] | None) -> list[str]:
+    """The plan fixes the interval method (`plan create --ci --seed`); a comparison with another
+    does not decide under it. A plan made before plans fixed it (`ci` None) takes any."""
+    if plan.ci is None or method is None:
+        return []
+    ci, seed = method
+    used = f"--ci {ci}" + ("" if ci == "t" else f" --seed {seed}")
+    if ci == plan.ci and (ci == "t" or seed == plan.seed):
+        return []
+    return [
+        f"the plan fixes the interval: compare {plan.method}; this comparison used {used}, "
+        "and a plan read under several methods would decide at a level it does not have "
+        f"(compare again with {plan.method})"
+    ]
+
+
+def budget_reasons(plan: Plan, decided: tuple[str, ...]) -> list[str]:
+    """A plan for N candidates decides at most N, in all its comparisons: its level 1 − alpha/N
+    covers N tests. `decided`: the candidates it has decided so far (void outcomes do not count)."""
+    if len(decided) < plan.candidates:
+        return []
+    return [
+        f"the plan was made for {plan.candidates} candidate(s) and has decided {len(decided)} already "
+        f"({', '.join(decided)}): its level {plan.level:.4g} does not cover another "
+        "(make a new plan, with --candidates N for every candidate it is to decide)"
+    ]
