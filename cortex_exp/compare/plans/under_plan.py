@@ -142,7 +142,7 @@ def decide_comparison(comparison, plan_run, starts: dict[str, int], earlier: lis
         plan_run=plan_run,
         plan=plan,
         decisions=decisions,
-        not_in_plan=[n for n in comparison.names if n not in planned],
+        not_in_plan=[name for name in comparison.names if name not in planned],
         reuse=count_reuse(earlier, read, plan.golden_id, sum(d.made for d in decisions), limit),
     )
 
