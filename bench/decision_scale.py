@@ -70,8 +70,8 @@ def main() -> int:
     from synthetic import write_collection
 
     from cortex_exp.compare.cli import main as compare
+    from cortex_exp.compare.plans.cli import main as plan
     from cortex_exp.golden.beir import import_beir
-    from cortex_exp.plan.__main__ import main as plan
     from cortex_exp.run import benchmark
     from cortex_exp.tables import table
 

@@ -312,6 +312,9 @@ class RunSettings:
     parallel: ParallelSettings = field(default_factory=ParallelSettings)
     parent_run_id: str | None = None
     swept: dict[str, str] = field(default_factory=dict)  # a multirun job's swept overrides (key -> value as typed)
+    # a job of a sweep (a multirun that sweeps a parameter, not only config groups): its parent
+    # run. The run is one of the values the sweep chooses among on its golden set's queries.
+    sweep_run_id: str | None = None
     config_yaml: str = ""  # the composed config, logged as config.yaml
 
     @property

@@ -9,14 +9,12 @@ import pytest
 from scipy import stats as sps
 
 from cortex_exp.compare import stats
-from cortex_exp.compare.decision import (
-    Decision,
+from cortex_exp.compare.effect import equivalence_verdict, within
+from cortex_exp.compare.plans.decision import (
     Estimate,
-    Guardrail,
+    GuardrailCheck,
     decide,
-    equivalence_verdict,
     queries_to_settle,
-    within,
 )
 
 M = 0.02  # the minimum effect of every case below
@@ -50,10 +48,10 @@ def test_the_table_at_its_boundaries(diff, low, high, outcome):
 
 
 def test_void_comes_first_and_keeps_every_reason():
-    rail = Guardrail(est(0.01, -0.5, 0.5, "noise_at_5", higher_is_better=False), 0.005)
+    rail = GuardrailCheck(est(0.01, -0.5, 0.5, "noise_at_5", higher_is_better=False), 0.005)
     d = decide(est(0.05, 0.04, 0.06), M, (rail,), ("the plan was created after run B started", "run A is degraded"))
-    assert d == Decision("void", ("the plan was created after run B started", "run A is degraded"))
-    assert d.as_dict("p1") == {"outcome": "void", "reasons": list(d.reasons), "plan_id": "p1"}
+    assert (d.outcome, d.reasons) == ("void", ("the plan was created after run B started", "run A is degraded"))
+    assert not d.made and d.guardrails == (rail,)  # what was estimated is kept; it decided nothing
 
 
 @pytest.mark.parametrize(
@@ -69,7 +67,7 @@ def test_void_comes_first_and_keeps_every_reason():
     ],
 )
 def test_a_guardrail_breached_is_no_ship_before_ship(guard, breached):
-    d = decide(est(0.05, 0.04, 0.06), M, (Guardrail(guard, 0.005),))
+    d = decide(est(0.05, 0.04, 0.06), M, (GuardrailCheck(guard, 0.005),))
     assert d.outcome == ("no_ship" if breached else "ship")
     if breached:
         assert d.reasons[0].startswith(f"guardrail {guard.metric}") and "0.005" in d.reasons[0]
@@ -129,10 +127,10 @@ def test_a_constructed_guardrail_breach_stops_a_ship():
         0.004 + T975_9 * 0.001, abs=1e-5
     )
     primary = Estimate("recall_at_24", 0.05, iv_p.low, iv_p.high)
-    rail = Guardrail(Estimate("noise_at_5", 0.004, iv_g.low, iv_g.high, higher_is_better=False), 0.005)
+    rail = GuardrailCheck(Estimate("noise_at_5", 0.004, iv_g.low, iv_g.high, higher_is_better=False), 0.005)
     assert decide(primary, M).outcome == "ship"
     assert decide(primary, M, (rail,)).outcome == "no_ship"
-    assert decide(primary, M, (Guardrail(rail.estimate, 0.007),)).outcome == "ship"
+    assert decide(primary, M, (GuardrailCheck(rail.estimate, 0.007),)).outcome == "ship"
 
 
 def test_the_corrected_level_widens_the_interval_until_a_ship_is_inconclusive():
@@ -170,3 +168,35 @@ def test_equivalent_inside_the_margin_whatever_the_verdict():
 def test_a_real_decision_needs_a_positive_minimum_effect():
     with pytest.raises(ValueError, match="minimum effect"):
         decide(est(0.0, -0.1, 0.1), 0.0)
+
+
+def test_every_guardrail_is_named_with_its_interval_and_whether_it_held():
+    """Issue 29 item 6: a decision names each guardrail, not only a breached one."""
+    held = GuardrailCheck(est(0.001, -0.002, 0.004, "noise_at_5", higher_is_better=False), 0.005)
+    also = GuardrailCheck(est(-0.001, -0.004, 0.002, "mrr"), 0.01)
+    d = decide(est(0.05, 0.04, 0.06), M, (held, also), plan_id="p1", candidate="c1", queries=("q1", "q2"))
+    assert d.outcome == "ship" and d.reasons[0].startswith("primary recall_at_24")
+    held_line = "held, its interval stays within the harm it may show"
+    assert d.reasons[1:] == (
+        f"guardrail noise_at_5 +0.0010 [-0.0020, +0.0040]: {held_line} (+0.005)",
+        f"guardrail mrr -0.0010 [-0.0040, +0.0020]: {held_line} (-0.01)",
+    )
+    data = d.to_dict()
+    assert data["primary"] == {
+        "metric": "recall_at_24",
+        "diff": 0.05,
+        "ci_low": 0.04,
+        "ci_high": 0.06,
+        "level": 0.95,
+        "higher_is_better": True,
+    }
+    assert [(g["metric"], g["max_harm"], g["max_harm_value"], g["ci_high"], g["held"]) for g in data["guardrails"]] == [
+        ("noise_at_5", "+0.005", 0.005, 0.004, True),
+        ("mrr", "-0.01", 0.01, 0.002, True),
+    ]
+    assert data["n_queries"] == 2 and data["plan_id"] == "p1"
+    assert d.record() == {**data, "candidate": "c1", "queries": ["q1", "q2"]}
+    breached = GuardrailCheck(est(0.004, 0.001, 0.0071, "noise_at_5", higher_is_better=False), 0.005)
+    no = decide(est(0.05, 0.04, 0.06), M, (breached, also))
+    assert no.outcome == "no_ship" and [r.split(" ")[1] for r in no.reasons] == ["noise_at_5", "mrr"]
+    assert [g["held"] for g in no.to_dict()["guardrails"]] == [False, True]

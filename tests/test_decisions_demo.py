@@ -12,7 +12,7 @@ import pytest
 from conftest import build_demo, compose, files_overrides
 
 from cortex_exp.compare.cli import main as compare_main
-from cortex_exp.plan.__main__ import main as plan_main
+from cortex_exp.compare.plans.cli import main as plan_main
 from cortex_exp.run import benchmark
 
 pytestmark = pytest.mark.slow

@@ -44,6 +44,7 @@ def test_all_rows_under_one_parent_and_nothing_lost(demo_dir, tmp_path, launcher
     for child in children:
         assert child.info.status == "FINISHED"
         assert child.data.tags["decides"] == ("true" if child.data.tags["row"] == "core" else "false")
+        assert "sweep_run_id" not in child.data.tags  # rows are config groups: named systems, not a sweep's values
         assert len(child.data.metrics) >= 10
         names = {a.path for a in client.list_artifacts(child.info.run_id)}
         assert {
@@ -111,6 +112,10 @@ def test_fusion_weight_sweep_five_nested_runs_and_the_best_marked(demo_dir, tmp_
         [MlflowClient(uri).get_run(parent).info.experiment_id], f"tags.mlflow.parentRunId = '{parent}'"
     )
     assert sorted(float(c.data.params["retriever.fusion.weight"]) for c in children) == [0, 0.25, 0.5, 0.75, 1]
+    # a sweep's values, each tagged with its sweep and the golden set it chooses on (issue 29)
+    assert {(c.data.tags["sweep_run_id"], c.data.tags["sweep_golden_id"]) for c in children} == {
+        (parent, children[0].data.tags["golden_id"])
+    }
     # each job named after what the sweep varies (docs/interface.md §6), so a name finds one run
     assert sorted(c.info.run_name for c in children) == [
         f"core/hybrid w={w}" for w in ("0", "0.25", "0.5", "0.75", "1")

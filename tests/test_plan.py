@@ -11,9 +11,9 @@ import pytest
 from statsmodels.stats.power import TTestPower
 
 from cortex_exp.compare.pairing import status_warnings, warning
-from cortex_exp.compare.planned import Plan, digest_of, parse_guardrail
+from cortex_exp.compare.plans.create import make_plan, underpowered_warning
+from cortex_exp.compare.plans.plan import Plan, digest_of, parse_guardrail
 from cortex_exp.errors import InputError
-from cortex_exp.plan.create import make_plan, underpowered_warning
 from cortex_exp.tracking.fetch import RunRecord
 
 
@@ -106,7 +106,7 @@ def test_the_digest_is_the_plans_content():
 
 
 def test_each_reason_a_plan_cannot_decide_is_one_line():
-    from cortex_exp.compare.planned import void_reasons
+    from cortex_exp.compare.plans.void import void_reasons
 
     base = baseline()
     plan = make_plan(base, "recall_at_24", "0.02")
@@ -140,10 +140,26 @@ def test_each_reason_a_plan_cannot_decide_is_one_line():
     assert wrong_base[0].startswith(f"the baseline is run {cand.label}, the plan's is {base.run_id}")
 
 
-def test_the_reuse_warning_comes_past_the_limit():
-    from cortex_exp.compare.planned import reuse_warning
+def test_reuse_is_counted_by_the_queries_read():
+    from cortex_exp.compare.plans.reuse import count_reuse, reuse_warning
+    from cortex_exp.tracking.plans import RecordedDecision
 
-    assert reuse_warning(20, 20, "g1") is None
-    warning = reuse_warning(21, 20, "g1", {"holdout": 21, "dev": 3})
-    assert warning.startswith("WARNING: GOLDEN SET REUSED 21 TIMES: golden set g1")
-    assert "by part: dev 3, holdout 21" in warning and "gates.max_decisions = 20" in warning
+    def rec(golden, outcome, queries):
+        return RecordedDecision("c", "n", "p", golden, "cand", outcome, None if queries is None else frozenset(queries))
+
+    earlier = [
+        rec("gP", "ship", {"q1", "q2", "q3"}),  # the parent: shares q1
+        rec("gC", "no_ship", {"q1"}),  # a child after add-judgments: the same query
+        rec("gP", "void", {"q1"}),  # void: counts nowhere
+        rec("gX", "ship", {"q9"}),  # another set: no query in common
+        rec("gH", "ship", None),  # recorded before query ids were kept: counted by its golden set
+        rec("gP", "ship", None),
+    ]
+    reuse = count_reuse(earlier, {"q1", "q4"}, "gH", made=1, limit=20)
+    assert (reuse.count, reuse.earlier) == (4, {"gP": 1, "gC": 1, "gH": 1})
+    assert reuse_warning(reuse) is None
+    past = count_reuse(earlier, {"q1", "q4"}, "gH", made=1, limit=3)
+    warning = reuse_warning(past, "2026-11-02T08:00:00Z")
+    assert warning.startswith("WARNING: GOLDEN SET REUSED 4 TIMES: 4 decisions have read queries of golden set gH")
+    assert "(earlier ones by golden set: gC 1, gH 1, gP 1)" in warning and "--since 2026-11-02T08:00:00Z" in warning
+    assert "--since DATE --out DIR) (DATE: when this golden set was built" in reuse_warning(past)

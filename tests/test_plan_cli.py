@@ -10,16 +10,22 @@ import numpy as np
 import pytest
 from support.compare_runs import log_run, new_store, per_query
 
-from cortex_exp.compare.planned import Plan
-from cortex_exp.plan.__main__ import main as plan_main
+from cortex_exp.compare.plans.cli import main as plan_main
+from cortex_exp.compare.plans.plan import Plan
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     tmp, uri, exp = new_store(tmp_path_factory)
-    runs = {"v1": log_run(exp, "core/bm25_v1", per_query(1))}
+    runs = {"v1": log_run(exp, "core/bm25_v1", with_views(per_query(1)))}
     mlflow.set_tracking_uri(None)
     return uri, runs
+
+
+def with_views(rows: list[dict]) -> list[dict]:
+    """Rows as a benchmark run logs them: the condensed view and the judged share beside each metric."""
+    views = ("recall_at_5", "noise_at_5", "mrr")
+    return [{**r, **{f"condensed_{m}": r[m] for m in views}, "judged_at_5": 0.6} for r in rows]
 
 
 def create(capsys, uri, *args):
@@ -76,3 +82,25 @@ def test_bad_input_is_exit_2(store, capsys, args, message):
     uri, _ = store
     code, _, err = create(capsys, uri, *args)
     assert code == 2 and message in err
+
+
+@pytest.mark.parametrize(
+    "guardrail, worse",
+    [
+        ("condensed_recall_at_5:+0.05", "a fall"),  # accepted before: a fall of condensed recall was never guarded
+        ("condensed_mrr:+5%", "a fall"),
+        ("condensed_noise_at_5:-0.01", "a rise"),
+        ("judged_at_5:+0.1", "a fall"),
+    ],
+)
+def test_a_guardrail_against_its_metrics_direction_is_exit_2_for_every_family(store, capsys, guardrail, worse):
+    """Issue 28 item 4: the sign is read against the metric registry's direction for every family,
+    the condensed view included, as it was for the plain metrics."""
+    uri, _ = store
+    args = ["--baseline", "core/bm25_v1", "--primary", "recall_at_24", "--min-effect", "0.05"]
+    code, _, err = create(capsys, uri, *args, "--guardrail", guardrail)
+    metric = guardrail.split(":")[0]
+    assert code == 2 and f"for {metric} the harm is {worse}" in err, err
+    fixed = guardrail.replace(":+", ":-") if worse == "a fall" else guardrail.replace(":-", ":+")
+    code, out, err = create(capsys, uri, *args, "--guardrail", fixed)
+    assert code == 0 and out.strip().splitlines()[-1].startswith("plan_id: "), err

@@ -200,7 +200,9 @@ def settings_from_cfg(
     """Validate and build everything the composed config names; every problem names its key (exit 2).
 
     `choices` are Hydra's chosen options by group (`retriever`, `row`) and `swept` a multirun
-    job's swept overrides: they name the run."""
+    job's swept overrides: they name the run. A job that sweeps a parameter (a swept key that is
+    not a config group: `retriever.fusion.weight`, not `row`) is a sweep's value: it carries the
+    parent run as `sweep_run_id`, and the run is tagged with it (`run.record.run_tags`)."""
     row = choices.get("row", "core")
     if row not in ROWS:
         raise InputError(f"row={row} is not a row; expected one of {', '.join(ROWS)}")
@@ -241,5 +243,6 @@ def settings_from_cfg(
         parallel=_to_object(cfg.parallel, ParallelSettings, "parallel"),
         parent_run_id=parent_run_id,
         swept=dict(swept or {}),
+        sweep_run_id=parent_run_id if any(key not in choices for key in swept or {}) else None,
         config_yaml=OmegaConf.to_yaml(OmegaConf.create(logged)),
     )

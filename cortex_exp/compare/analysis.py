@@ -72,7 +72,7 @@ class Comparison:
     names: list[str]
     options: CompareOptions
     form: str = "pair"
-    decided: object = None  # with --plan: the decisions (`compare.decide.Decided`)
+    decided: object = None  # with --plan: the decisions (`compare.plans.under_plan.Decisions`)
 
     @property
     def corrected(self) -> bool:

@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-decisions",
         type=int,
         metavar="N",
-        help=f"WARNING: GOLDEN SET REUSED past N decisions on one golden set (gates.max_decisions, default "
+        help=f"WARNING: GOLDEN SET REUSED past N decisions on the queries compared (gates.max_decisions, default "
         f"{DEFAULTS.max_decisions})",
     )
     p.add_argument("--verbose", action="store_true", help="other libraries' log lines too (MLflow's, ...)")

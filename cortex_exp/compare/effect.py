@@ -117,3 +117,20 @@ class Effects:
     def unknown(self, metrics: Sequence[str]) -> list[str]:
         """Metrics named in `--effect METRIC=...` that the comparison does not have."""
         return [name for name, _ in self.per_metric if name not in metrics]
+
+
+def within(low: float, high: float, margin: float) -> bool:
+    """The interval lies strictly inside ±margin (equivalence by two one-sided tests): what both
+    `compare --min-effect`'s verdict and a plan's outcome `equivalent` read."""
+    return -margin < low and high < margin
+
+
+def equivalence_verdict(verdict: str, low: float, high: float, margin: float | None) -> str:
+    """`compare --min-effect SIZE`: `equivalent` when the interval lies inside ±margin, whatever
+    the per-metric verdict said (a real but negligible move is equivalent); else the verdict."""
+    if margin is not None and within(low, high, margin):
+        return EQUIVALENT
+    return verdict
+
+
+EQUIVALENT = "equivalent"  # the verdict (per metric) and the outcome (of a decision) of the same test

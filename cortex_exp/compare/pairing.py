@@ -1,5 +1,6 @@
 """Pairing two runs query by query, and what must be said about them before any number:
-different golden sets, different corpora, rows that do not decide, degraded runs.
+different golden sets, different corpora, rows that do not decide, degraded runs, a sweep's
+value on the queries it was chosen on.
 
 Each of those is a `Finding` (`cortex_exp.findings`): its message is the `WARNING: ...` line
 compare prints, and `blocks_decision` says whether it keeps the comparison from deciding —
@@ -124,7 +125,7 @@ def status_warnings(a, b) -> list[Finding]:
             )
         )
     for side, run in (("A", a), ("B", b)):
-        out += _run_findings(side, run)
+        out += _run_findings(side, run) + chosen_on_these_queries(side, run, {a.tag("golden_id"), b.tag("golden_id")})
     if not a.tag("golden_id"):
         out.append(
             warning(
@@ -134,6 +135,24 @@ def status_warnings(a, b) -> list[Finding]:
             )
         )
     return out
+
+
+def chosen_on_these_queries(side: str, run, golden_ids: set) -> list[Finding]:
+    """A sweep's value (tagged `sweep_run_id`, `sweep_golden_id` at sweep time) compared on the
+    golden set the sweep chose on: whichever value did best there did so partly by chance on those
+    very queries (the winner's curse), so the difference is biased up and does not decide. On a
+    held-out split (another golden set, no query in common) a run of the chosen value decides."""
+    chosen_on = run.tag("sweep_golden_id")
+    if not chosen_on or chosen_on not in golden_ids:
+        return []
+    message = (
+        f"WARNING: CHOSEN ON THESE QUERIES: run {side} {run.label} is a value of sweep {run.tag('sweep_run_id')} "
+        f"on golden set {chosen_on}, which this comparison reads: the value that did best there did so partly "
+        "by chance on these queries, so this comparison does not decide. Sweep on the dev part of a split "
+        "(python -m cortex_exp.golden split GOLDEN --holdout 0.3 --seed S --out DIR), run the chosen value on "
+        "the held-out part and compare there"
+    )
+    return [warning("chosen_on_these_queries", message, blocks=True, component=run.run_id, golden_id=chosen_on)]
 
 
 def _run_findings(side: str, run) -> list[Finding]:

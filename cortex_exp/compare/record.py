@@ -148,8 +148,8 @@ def log_comparison(uri: str, comparison: Comparison, files: list[Path]) -> str:
         **own_tags,
     }
     decided = comparison.decided
-    if decided is not None:  # --plan: the decisions, findable by tag (compare.decide)
-        from cortex_exp.compare.decide import record_tags, record_values
+    if decided is not None:  # --plan: the decisions, findable by tag (compare.plans)
+        from cortex_exp.compare.plans.record import record_tags, record_values
 
         tags.update(record_tags(decided, comparison.form))
         values.update(record_values(decided, comparison.form))
@@ -170,8 +170,9 @@ def log_comparison(uri: str, comparison: Comparison, files: list[Path]) -> str:
             against, summary = f"{len(comparison.candidates)} candidates", ""
         # inside the run: a failure here ends the comparison FAILED, never FINISHED half-linked
         if decided is not None:
-            from cortex_exp.tracking.plans import link_decisions
+            from cortex_exp.tracking.plans import DECISIONS_FILE, link_decisions
 
+            log.log_json(DECISIONS_FILE, decided.record())
             link_decisions(
                 uri, decided.plan_run, comparison_id, link, dict(zip(candidate_names(comparison), decided.outcomes))
             )

@@ -226,10 +226,10 @@ def format_text(comparison: Comparison) -> str:
 
 
 def decision_lines(comparison: Comparison) -> list[str]:
-    """With `--plan`: each candidate's decision and why (`compare.decide`); else nothing."""
+    """With `--plan`: each candidate's decision and why (`compare.plans`); else nothing."""
     if comparison.decided is None:
         return []
-    from cortex_exp.compare.decide import lines
+    from cortex_exp.compare.plans.under_plan import lines
 
     return ["", *lines(comparison.decided, candidate_names(comparison))]
 

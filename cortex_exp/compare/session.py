@@ -34,7 +34,7 @@ def analyse(uri: str, runs: list[str], options: CompareOptions, form: str) -> Co
     comparison = compare(base, candidates, options, form)
     say_warnings(comparison)
     if options.plan:
-        from cortex_exp.compare.decide import under_plan
+        from cortex_exp.compare.plans.under_plan import under_plan
 
         under_plan(uri, comparison)
     return comparison

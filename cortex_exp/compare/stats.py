@@ -24,8 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from cortex_exp.compare.decision import equivalence_verdict
-from cortex_exp.compare.effect import DEFAULT, Effect, ResolvedEffect
+from cortex_exp.compare.effect import DEFAULT, Effect, ResolvedEffect, equivalence_verdict
 from cortex_exp.compare.permutation import permutation_interval
 from cortex_exp.errors import InputError
 

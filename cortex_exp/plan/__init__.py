@@ -1,3 +1,2 @@
-"""Plans: what a decision will read, recorded before the candidate runs (issue 20;
-docs/decisions.md). `python -m cortex_exp.plan create ...` makes one (`create.make_plan`) and
-logs it (`cortex_exp.tracking.plans`); `compare ... --plan PLAN_ID` decides from it."""
+"""`python -m cortex_exp.plan create ...` (docs/decisions.md): the name of the command that
+records a plan. Plans and decisions are one subpackage, `cortex_exp.compare.plans`."""

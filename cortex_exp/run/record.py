@@ -61,8 +61,15 @@ def run_name(retriever: str, swept: Mapping[str, str], row: RowSpec) -> str:
 
 def run_tags(retriever: str, row: RowSpec, corpus: Corpus, golden: GoldenSet) -> dict[str, str]:
     """The tags a run is created with. `decides` starts false: it turns true only at the end of a
-    run that may decide (`final_tags`), so that no RUNNING, FAILED or KILLED run carries it."""
+    run that may decide (`final_tags`), so that no RUNNING, FAILED or KILLED run carries it. A
+    sweep's value is tagged with its sweep and the golden set it is chosen on (`sweep_run_id`,
+    `sweep_golden_id`): compare does not decide it on those queries (`WARNING: CHOSEN ON THESE
+    QUERIES`, `compare.pairing`)."""
+    sweep = (
+        {"sweep_run_id": settings.sweep_run_id, "sweep_golden_id": golden.golden_id} if settings.sweep_run_id else {}
+    )
     return {
+        **sweep,
         **row.tags(),
         "kind": "benchmark",
         "decides": "false",

@@ -6,9 +6,12 @@
   The run's start time is when the plan was made.
 - A comparison made under a plan carries `plan_id`, `decision` and `decision_golden_id` (and
   `decision_golden_part` / `decision_golden_parent` for a part of a split set), and
-  `decisions_made` (its outcomes that are not `void`); the plan run gets a tag
+  `decisions_made` (its outcomes that are not `void`), and `decisions.json` (every decision
+  whole: its guardrails, the query ids it read); the plan run gets a tag
   `decided_in.<comparison id>` and a line in its description per comparison.
-- The reuse of a golden set is counted from those tags, across every experiment of the store.
+- The reuse of a golden set's queries is counted from those runs, across every experiment of the
+  store (`recorded_decisions`: each decision's candidate and outcome from the tags, the queries
+  it read from `decisions.json`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from cortex_exp.tracking.store import client as store_client
 
 KIND = "plan"
 PLAN_FILE = "plan.json"
+DECISIONS_FILE = "decisions.json"  # on a comparison run under a plan: each decision and the queries it read
 MAX_RUNS = 50_000
 
 
@@ -112,27 +116,76 @@ def decision_tags(plan: dict, plan_id: str, outcomes: list[str]) -> dict[str, st
     return tags
 
 
-def _comparisons(uri: str, filter_string: str) -> list:
+@dataclass(frozen=True)
+class RecordedDecision:
+    """One decision as the store holds it: the comparison run it was made in, its plan, the golden
+    set it was made on, the candidate and the outcome (from the run's tags), and the query ids it
+    read (`decisions.json`; None for a decision recorded before they were kept)."""
+
+    comparison_id: str
+    comparison_name: str
+    plan_id: str
+    golden_id: str
+    candidate: str
+    outcome: str
+    queries: frozenset[str] | None
+    made_at: int = 0  # the comparison run's start time (ms since the epoch)
+
+    @property
+    def made(self) -> bool:
+        return self.outcome != "void"
+
+
+def _candidates(tags: dict[str, str]) -> list[tuple[str, str]]:
+    """(candidate run id, outcome) of each decision of a comparison run, from its tags."""
+    if tags.get("comparison_form") == "many":
+        n = int(tags.get("candidates", "0"))
+        return [(tags.get(f"candidate.{i}", ""), tags.get(f"decision.{i}", "")) for i in range(1, n + 1)]
+    return [(tags.get("run_b", ""), tags.get("decision", ""))]
+
+
+def _queries_read(client, run) -> dict[str, frozenset[str]]:
+    """Candidate -> the query ids its decision read, from the run's `decisions.json` (empty when
+    the run has none: made before they were kept)."""
+    text = _read_artifact(client, run, DECISIONS_FILE)
+    if text is None:
+        return {}
+    try:
+        return {d["candidate"]: frozenset(d["queries"]) for d in json.loads(text)["decisions"]}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(
+            f"comparison run {run.info.run_id}: its {DECISIONS_FILE} is not what compare --plan writes ({exc}); "
+            "the reuse of its queries cannot be counted"
+        ) from None
+
+
+def recorded_decisions(uri: str) -> list[RecordedDecision]:
+    """Every decision recorded in the store, in every experiment, the oldest first: the comparison
+    runs made under a plan (`tags.plan_id`), one entry per candidate. A run whose decisions were all void has its
+    entries without reading its artifacts (they count nowhere)."""
     with guard(uri):
         c = store_client(uri)
         ids = [e.experiment_id for e in c.search_experiments()]
-        return c.search_runs(ids, filter_string=filter_string, max_results=MAX_RUNS) if ids else []
-
-
-def decisions_on(uri: str, golden_id: str) -> int:
-    """Decisions (outcomes other than void) made on the golden set `golden_id`, in every experiment."""
-    runs = _comparisons(uri, f"tags.kind = 'comparison' and tags.decision_golden_id = '{golden_id}'")
-    return sum(int(r.data.tags.get("decisions_made", "0")) for r in runs)
-
-
-def decisions_by_part(uri: str, parent: str) -> dict[str, int]:
-    """Decisions made on each part of the golden set split from `parent` (part -> count)."""
-    runs = _comparisons(uri, f"tags.kind = 'comparison' and tags.decision_golden_parent = '{parent}'")
-    counts: dict[str, int] = {}
-    for r in runs:
-        part = r.data.tags.get("decision_golden_part", "?")
-        counts[part] = counts.get(part, 0) + int(r.data.tags.get("decisions_made", "0"))
-    return counts
+        found = "tags.kind = 'comparison' and tags.plan_id LIKE '%'"
+        runs = c.search_runs(ids, filter_string=found, max_results=MAX_RUNS) if ids else []
+        out = []
+        for run in runs:
+            tags = run.data.tags
+            read = _queries_read(c, run) if tags.get("decisions_made", "0") != "0" else {}
+            out += [
+                RecordedDecision(
+                    run.info.run_id,
+                    run.info.run_name or "",
+                    tags["plan_id"],
+                    tags.get("decision_golden_id", ""),
+                    candidate,
+                    outcome,
+                    read.get(candidate),
+                    run.info.start_time,
+                )
+                for candidate, outcome in _candidates(tags)
+            ]
+    return sorted(out, key=lambda r: r.made_at)  # the oldest first
 
 
 def link_decisions(uri: str, plan: PlanRun, comparison_id: str, link: str, outcomes: dict[str, str]) -> None:

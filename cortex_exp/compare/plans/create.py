@@ -20,8 +20,9 @@ import numpy as np
 
 from cortex_exp.compare import stats
 from cortex_exp.compare.effect import parse_effect
+from cortex_exp.compare.options import CI_KINDS
 from cortex_exp.compare.pairing import index_rows
-from cortex_exp.compare.planned import GuardrailSpec, Plan, parse_guardrail, worse_direction
+from cortex_exp.compare.plans.plan import Guardrail, Plan, parse_guardrail, worse_direction
 from cortex_exp.errors import InputError
 
 HOLDOUT_PART = "holdout"  # golden/split.py names its parts so
@@ -55,12 +56,12 @@ def _check(alpha: float, power: float, candidates: int) -> None:
         raise InputError("plan create: bad option(s)", problems)
 
 
-def _guardrail(baseline, text: str) -> GuardrailSpec:
+def _guardrail(baseline, text: str) -> Guardrail:
     metric, sign, effect = parse_guardrail(text)
     values = metric_values(baseline, metric)
     mean, sd = float(np.mean(values)), float(np.std(values, ddof=1))
     value = effect.resolve(mean, mean, sd).value
-    return GuardrailSpec(metric, text.split(":", 1)[1].strip(), value, worse_direction(metric, sign))
+    return Guardrail(metric, text.split(":", 1)[1].strip(), value, worse_direction(metric, sign))
 
 
 def _split(manifest: dict | None, holdout: bool, baseline) -> tuple[str | None, str | None]:
@@ -90,10 +91,16 @@ def make_plan(
     hypothesis: str = "",
     holdout: bool = False,
     manifest: dict | None = None,
+    ci: str = "t",
+    seed: int = 0,
 ) -> Plan:
     """The plan on `baseline` (a fetched run: tags and per_query); `manifest` is the golden
-    manifest the baseline logged (its `split`, if any, names the part)."""
+    manifest the baseline logged (its `split`, if any, names the part); `ci` and `seed`: the
+    interval method every decision under it reads (compare's `--ci`, `--seed`; the seed is kept
+    only for a method that draws at random)."""
     _check(alpha, power, candidates)
+    if ci not in CI_KINDS:
+        raise InputError(f"plan create --ci {ci!r}: expected one of {', '.join(CI_KINDS)}")
     golden_id = baseline.tag("golden_id")
     if not golden_id:
         raise InputError(f"run {baseline.label}: carries no golden_id tag; a plan is made on a benchmark run")
@@ -134,6 +141,8 @@ def make_plan(
         holdout=holdout,
         golden_part=part,
         golden_parent=parent,
+        ci=ci,
+        seed=None if ci == "t" else int(seed),
     )
 
 

@@ -1,4 +1,4 @@
-"""One decision from a plan, and the verdict `equivalent` (issue 20; docs/decisions.md).
+"""One decision from a plan: its values and the decision table (issue 20; docs/decisions.md).
 
 A plan fixes, before the candidate runs, the primary metric, the minimum effect m worth
 shipping (in the metric's units), the guardrails (a metric and the harm it may show at most)
@@ -29,8 +29,9 @@ from dataclasses import dataclass, replace
 
 from scipy import special
 
-OUTCOMES = ("ship", "no_ship", "equivalent", "inconclusive", "void")
-EQUIVALENT = "equivalent"
+from cortex_exp.compare.effect import EQUIVALENT, within
+
+OUTCOMES = ("ship", "no_ship", EQUIVALENT, "inconclusive", "void")
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,17 @@ class Estimate:
     def shown(self) -> str:
         return f"{self.metric} {_num(self.diff)} [{_num(self.low)}, {_num(self.high)}]"
 
+    def to_dict(self) -> dict:
+        """As the JSON shows it: unrounded, as measured (not oriented)."""
+        return {
+            "metric": self.metric,
+            "diff": self.diff,
+            "ci_low": self.low,
+            "ci_high": self.high,
+            "level": self.level,
+            "higher_is_better": self.higher_is_better,
+        }
+
 
 def _num(x: float) -> str:
     """4 decimals, as the tables show them; a figure too small for that in 3 significant digits."""
@@ -64,8 +76,10 @@ def _num(x: float) -> str:
 
 
 @dataclass(frozen=True)
-class Guardrail:
-    """A metric that may get worse by at most `harm` (> 0, the metric's units, its worse direction)."""
+class GuardrailCheck:
+    """A guardrail as a decision reads it: its estimate, and the harm it may show at most (> 0,
+    the metric's units, its worse direction: the estimate's `higher_is_better`); it holds unless
+    its interval reaches past the harm."""
 
     estimate: Estimate
     harm: float
@@ -74,65 +88,103 @@ class Guardrail:
         """The interval reaches past the harm: the data cannot rule out a worse move than allowed."""
         return self.estimate.oriented().low < -self.harm
 
+    @property
+    def held(self) -> bool:
+        return not self.breached()
+
     def shown_harm(self) -> str:
         return f"{'-' if self.estimate.higher_is_better else '+'}{self.harm:.4g}"
+
+    def line(self) -> str:
+        """The guardrail, its interval and whether it held, in one line (a decision's reasons)."""
+        said = f"guardrail {self.estimate.shown()}"
+        if self.breached():
+            return f"{said}: its interval reaches past the harm it may show ({self.shown_harm()})"
+        return f"{said}: held, its interval stays within the harm it may show ({self.shown_harm()})"
+
+    def to_dict(self) -> dict:
+        return {
+            **self.estimate.to_dict(),
+            "max_harm": self.shown_harm(),
+            "max_harm_value": self.harm,
+            "held": self.held,
+        }
 
 
 @dataclass(frozen=True)
 class Decision:
+    """One candidate judged under one plan: the outcome and why, the primary's estimate, each
+    guardrail's check, and — from the comparison (empty for the table alone) — the plan, the
+    candidate's run id and the paired queries the decision read."""
+
     outcome: str
     reasons: tuple[str, ...]
+    primary: Estimate | None = None
+    guardrails: tuple[GuardrailCheck, ...] = ()
     queries_to_settle: int | None = None  # inconclusive only: paired queries at the observed spread
+    plan_id: str = ""
+    candidate: str = ""
+    queries: tuple[str, ...] = ()
 
-    def as_dict(self, plan_id: str) -> dict:
-        return {"outcome": self.outcome, "reasons": list(self.reasons), "plan_id": plan_id}
+    @property
+    def made(self) -> bool:
+        """A decision that counts (in the reuse of its queries, in its plan's candidates): not void."""
+        return self.outcome != "void"
 
+    def to_dict(self) -> dict:
+        """The decision in `compare --json` (docs/interface.md §7 "Decisions")."""
+        return {
+            "outcome": self.outcome,
+            "reasons": list(self.reasons),
+            "plan_id": self.plan_id,
+            "primary": self.primary.to_dict() if self.primary else None,
+            "guardrails": [g.to_dict() for g in self.guardrails],
+            "n_queries": len(self.queries),
+        }
 
-def within(low: float, high: float, margin: float) -> bool:
-    """The interval lies strictly inside ±margin (equivalence by two one-sided tests)."""
-    return -margin < low and high < margin
-
-
-def equivalence_verdict(verdict: str, low: float, high: float, margin: float | None) -> str:
-    """`compare --min-effect SIZE`: `equivalent` when the interval lies inside ±margin, whatever
-    the per-metric verdict said (a real but negligible move is equivalent); else the verdict."""
-    if margin is not None and within(low, high, margin):
-        return EQUIVALENT
-    return verdict
+    def record(self) -> dict:
+        """What the comparison run keeps of it (`decisions.json`): the JSON, the candidate and the
+        query ids read (what the reuse of a golden set is counted by)."""
+        return {**self.to_dict(), "candidate": self.candidate, "queries": list(self.queries)}
 
 
 def decide(
-    primary: Estimate, min_effect: float, guardrails: tuple[Guardrail, ...] = (), void: tuple[str, ...] = ()
+    primary: Estimate,
+    min_effect: float,
+    guardrails: tuple[GuardrailCheck, ...] = (),
+    void: tuple[str, ...] = (),
+    **context,
 ) -> Decision:
-    """The outcome of the decision table (module docstring), with one line of reason per finding."""
+    """The outcome of the decision table (module docstring), with one line of reason per finding,
+    then one per guardrail that held: every guardrail is named once. `context`: `plan_id`,
+    `candidate`, `queries` (the `Decision`'s fields from the comparison)."""
     if not min_effect > 0:
         raise ValueError(f"the minimum effect must be > 0, got {min_effect}")
+    outcome, reasons, settle = _table(primary, min_effect, guardrails, void)
+    if outcome != "void":
+        reasons += tuple(g.line() for g in guardrails if g.held)
+    return Decision(outcome, reasons, primary, tuple(guardrails), settle, **context)
+
+
+def _table(primary: Estimate, m: float, guardrails, void) -> tuple[str, tuple[str, ...], int | None]:
+    """The first row of the table that holds: (outcome, its reasons, the queries to settle it)."""
     if void:
-        return Decision("void", tuple(void))
+        return "void", tuple(void), None
     breached = [g for g in guardrails if g.breached()]
     if breached:
-        return Decision(
-            "no_ship",
-            tuple(
-                f"guardrail {g.estimate.shown()}: its interval reaches past the harm it may show ({g.shown_harm()})"
-                for g in breached
-            ),
-        )
-    p, m = primary.oriented(), min_effect
+        return "no_ship", tuple(g.line() for g in breached), None
+    p = primary.oriented()
     said = f"primary {primary.shown()}, minimum effect {m:.4g}"
     if p.low > 0 and p.diff >= m:
-        return Decision("ship", (f"{said}: the interval lies above 0 and the difference reaches the minimum effect",))
+        return "ship", (f"{said}: the interval lies above 0 and the difference reaches the minimum effect",), None
     if within(p.low, p.high, m):
-        return Decision("equivalent", (f"{said}: the interval lies inside ±{m:.4g}",))
+        return "equivalent", (f"{said}: the interval lies inside ±{m:.4g}",), None
     if p.high < m:
-        return Decision("no_ship", (f"{said}: even the interval's top is below the minimum effect",))
+        return "no_ship", (f"{said}: even the interval's top is below the minimum effect",), None
     settle = queries_to_settle(p.diff, p.sd, m, p.level) if p.sd is not None else None
     more = f"; about {settle} paired queries would settle it at the observed spread" if settle else ""
-    return Decision(
-        "inconclusive",
-        (f"{said}: the interval neither clears 0 with the difference at the minimum effect, nor stays below it{more}",),
-        settle,
-    )
+    why = "the interval neither clears 0 with the difference at the minimum effect, nor stays below it"
+    return "inconclusive", (f"{said}: {why}{more}",), settle
 
 
 def queries_to_settle(diff: float, sd: float, min_effect: float, level: float = 0.95) -> int:
