@@ -85,7 +85,7 @@ def register() -> None:
     with (`cli/help.py`) (idempotent)."""
     from cortex_exp.cli.help import RESOLVER, config_groups
 
-    OmegaConf.register_new_resolver(RESOLVER, config_groups, replace=True)
+    OmegaConf.register_new_resolver(RESOLVER, config_groups, replace=True, use_cache=True)
     cs = ConfigStore.instance()
     for group, node in (
         ("gates", GateSettings),
