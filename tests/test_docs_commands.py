@@ -231,8 +231,8 @@ class Session:
         return words
 
     def run(self, command: Command) -> None:
-        if command.text in HUMAN:
-            HUMAN[command.text](self.folder)
+        if bare(command) in HUMAN:
+            HUMAN[bare(command)](self.folder)
         words = self.words(command)
         for word in words:
             if word in INPUTS and not (self.folder / word).exists():
@@ -315,6 +315,11 @@ class Session:
                 proc.wait()
 
 
+def bare(command: Command) -> str:
+    """The command without the comment after it."""
+    return command.text.split("#")[0].strip()
+
+
 def where(command: Command) -> str:
     return f"{command.page}:{command.line}: {command.text}"
 
@@ -323,7 +328,7 @@ def test_the_tables_name_only_what_the_docs_hold():
     """Fast: the commands are found (the tour's first, a `# exit N`), and every entry of the
     tables above is a command or a page the docs hold (a renamed command is run, not skipped)."""
     commands = doc_commands()
-    texts = {c.text.split("#")[0].strip() for c in commands}
+    texts = {bare(c) for c in commands}
     assert readme_commands()[0].text.startswith("make run")
     assert "python -m cortex_exp row=core retriever=bm25_v1" in texts
     assert any(c.exit == 2 for c in commands), "no page shows a command that fails"
@@ -351,7 +356,7 @@ def test_the_readme_and_the_task_pages_run_as_written(tmp_path, tmp_path_factory
         session.run(make_run())
         for command in doc_commands():
             page = command.page.removeprefix("docs/")
-            if page in SKIPPED_PAGES or command.text.split("#")[0].strip() in SKIPPED:
+            if page in SKIPPED_PAGES or bare(command) in SKIPPED:
                 skipped.append(command)
                 continue
             session.run(command)
