@@ -93,15 +93,17 @@ def entry() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m cortex_exp ARGV` in this process (None: the process's own arguments); returns
-    the exit code. Hydra reads `sys.argv`: it holds ARGV while the command runs."""
+    the exit code. Hydra reads `sys.argv`: it holds ARGV while the command runs; the signal
+    handlers the command installs are the caller's again when it returns."""
     if argv is None:
         return _command()
-    saved = sys.argv
+    saved, handlers = sys.argv, interrupts.handlers()
     sys.argv = [saved[0] if saved else "cortex_exp", *argv]
     try:
         return _command()
     finally:
         sys.argv = saved
+        interrupts.restore(handlers)  # the caller's process keeps its own SIGINT and SIGTERM
 
 
 def _command() -> int:
