@@ -65,6 +65,21 @@ def install() -> None:
             signal.signal(sig, _handler)
 
 
+def handlers() -> dict:
+    """The SIGINT and SIGTERM handlers in place (main thread only: {} elsewhere), for `restore`."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.getsignal(sig) for sig in SIGNALS}
+
+
+def restore(saved: dict) -> None:
+    """Put back the handlers `handlers()` saved: a command run in process (`cli.main.main(argv)`)
+    leaves its caller's signals as they were."""
+    for sig, handler in saved.items():
+        if handler is not None:
+            signal.signal(sig, handler)
+
+
 def closing() -> None:
     """The work is done and the process is exiting (joblib's workers are being joined, buffers
     flushed): a signal from now on raises nothing, and only sets the exit code (128 + signal).

@@ -159,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         service = HybridService(args.corpus, args.fault, not args.no_components, dense)
+        # the encoder loaded before "listening on": with every document's vector cached, the
+        # first query would load the model inside a request and miss a client's deadline
+        service.dense.embedder.live(["ready"])
     except CortexError as exc:
         print(exc, file=sys.stderr)
         return 2

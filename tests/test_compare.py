@@ -91,18 +91,6 @@ def test_selectors_and_table_output(store, capsys):
     assert {"report.md", "diffs.png", "compare.json"} <= names
 
 
-def test_a_name_several_runs_carry_is_refused_listing_them(store, capsys):
-    uri, runs = store
-    assert main(["core/bm25_v1", runs["v2"], "--tracking-uri", uri, "--no-log"]) == 2
-    err = capsys.readouterr().err
-    assert "run name 'core/bm25_v1' is ambiguous: 5 FINISHED runs" in err and "latest:core/bm25_v1" in err
-    for key in ("tiny", "v1", "noproj_a", "noproj_b", "same"):
-        assert runs[key] in err
-    # a name only one FINISHED run carries is that run
-    code, res, _ = run_json(capsys, uri, "graph_boosts/bm25_v2", runs["v2"])
-    assert code == 0 and res["run_a"] == runs["gb"]
-
-
 def test_the_comparison_is_findable_from_both_runs(store, capsys):
     uri, runs = store
     code = main([runs["v1"], runs["v2"], "--tracking-uri", uri])

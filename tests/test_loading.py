@@ -53,7 +53,7 @@ def test_diff_names_added_removed_changed():
             ['{"id": "a", "title": 3, "text": "x", "project": null, "kind": "rule"}'],
             ":1: field 'title' must be a string",
         ),
-        (['{"id": "a", "text": "x", "project": null, "kind": "rule"}'], ":1: missing field 'title'"),
+        (['{"id": "a", "title": "", "project": null, "kind": "rule"}'], ":1: missing field 'text'"),
         (['{"id": "", "title": "", "text": "x", "project": null, "kind": "rule"}'], ":1: field 'id' is empty"),
     ],
 )

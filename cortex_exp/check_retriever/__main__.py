@@ -34,6 +34,7 @@ from cortex_exp.retrievers.contract import (
 )
 from cortex_exp.retrievers.service import SearchService
 from cortex_exp.run.probe import probe_all, probe_queries
+from cortex_exp.usage import described
 
 EDGE_QUERIES = ["zzqx unheard-of words xyzzy"]
 
@@ -44,7 +45,17 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m cortex_exp.check_retriever", description=__doc__.split("\n\n")[1])
+    p = _Parser(
+        prog="python -m cortex_exp.check_retriever",
+        **described(
+            "Check a retriever against the retriever contract before a run uses it: at most k results, "
+            "best first, ties by id, one ranking per query, the same twice, only corpus documents, "
+            "known answers found, a failure raised (never an empty list). One line per check "
+            "(passed / FAILED / skipped); exit 0 all held, 1 one did not, 2 bad usage.\n\n" + __doc__.split("\n\n")[1],
+            "PYTHONPATH=examples/custom_retriever python -m cortex_exp.check_retriever my_retriever.TfidfRetriever",
+            "python -m cortex_exp.check_retriever http://127.0.0.1:8080/search --corpus data/demo/corpus.jsonl",
+        ),
+    )
     p.add_argument("target", help="a class path (pkg.module.Class) or a search service URL (http://...)")
     p.add_argument("--corpus", type=Path, help="corpus.jsonl to index (default: the demo corpus)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a constructor parameter")

@@ -81,7 +81,11 @@ def schema_of(cls: type) -> type:
 
 
 def register() -> None:
-    """Every schema into Hydra's ConfigStore (idempotent)."""
+    """Every schema into Hydra's ConfigStore, and the resolver `--help` lists the config groups
+    with (`cli/help.py`) (idempotent)."""
+    from cortex_exp.cli.help import RESOLVER, config_groups
+
+    OmegaConf.register_new_resolver(RESOLVER, config_groups, replace=True, use_cache=True)
     cs = ConfigStore.instance()
     for group, node in (
         ("gates", GateSettings),

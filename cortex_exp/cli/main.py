@@ -82,6 +82,44 @@ def _job_started() -> None:
 
 
 def entry() -> None:
+    """The console script and `python -m cortex_exp`: `main` of the process's arguments, then
+    the process exits (a signal from then on only sets the exit code: `interrupts.closing`)."""
+    try:
+        code = main()
+    finally:
+        interrupts.closing()
+    sys.exit(code)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m cortex_exp ARGV` in this process (None: the process's own arguments); returns
+    the exit code. Hydra reads `sys.argv`: it holds ARGV while the command runs; the signal
+    handlers the command installs are the caller's again when it returns."""
+    if argv is None:
+        return _command()
+    saved, handlers = sys.argv, interrupts.handlers()
+    sys.argv = [saved[0] if saved else "cortex_exp", *argv]
+    try:
+        return _command()
+    finally:
+        sys.argv = saved
+        interrupts.restore(handlers)  # the caller's process keeps its own SIGINT and SIGTERM
+
+
+def _command() -> int:
+    """`_entry`, its `sys.exit` (Hydra's too) turned into the exit code."""
+    try:
+        _entry()
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        print(exc.code, file=sys.stderr)  # sys.exit("message"): the message, exit 1
+        return 1
+    return 0
+
+
+def _entry() -> None:
+    _state["task_started"] = False
     quiet_stdout()  # `python -m cortex_exp ... | head -1`: the run ends as it would, quietly
     os.environ.setdefault("HYDRA_FULL_ERROR", "0")
     quiet_environment()
@@ -105,5 +143,3 @@ def entry() -> None:
         if exc.code == 1 and not _state["task_started"]:
             sys.exit(2)
         raise
-    finally:
-        interrupts.closing()

@@ -28,6 +28,7 @@ from cortex_exp.logs import configure as configure_logging
 from cortex_exp.metrics import higher_is_better, primary_name
 from cortex_exp.settings import MetricSettings
 from cortex_exp.tables import WIDTH
+from cortex_exp.usage import described
 
 DEFAULTS = CompareOptions()  # the defaults, in one place: the options value's
 
@@ -42,8 +43,19 @@ def build_parser() -> argparse.ArgumentParser:
     absent from the namespace, so the value's own default applies."""
     p = _Parser(
         prog="python -m cortex_exp.compare",
-        description=__doc__.split("\n\n")[0],
         argument_default=argparse.SUPPRESS,
+        **described(
+            """Compare runs query by query: B (the candidate) against A (the baseline), each a run id
+            or a run name (the latest FINISHED run of that name). Per metric: both means, the paired
+            difference with its 95% interval, wins/ties/losses, and a verdict (better, worse,
+            indistinguishable); `decides: yes` only for two clean core runs on one golden set.
+            BASE C1 C2 ... compares many candidates, corrected; --plan decides each from a plan.
+            The comparison is logged to MLflow unless --no-log (docs/statistics.md,
+            docs/interface.md §7).""",
+            "python -m cortex_exp.compare core/bm25_v1 core/bm25_v2",
+            'python -m cortex_exp.compare core/bm25_v1 core/bm25_v2 "core/hybrid w=0.5" --json',
+            "python -m cortex_exp.compare core/bm25_v1 core/bm25_v2 --plan <plan_id>",
+        ),
     )
     p.add_argument(
         "runs",

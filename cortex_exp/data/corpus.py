@@ -1,9 +1,10 @@
 """The live index: `corpus.jsonl` loading, validation, per-document hashes and fingerprint.
 
 A document's hash is the sha256 of the canonical JSON (sorted keys, UTF-8, no spaces) of all
-its fields, `always_served` filled with its default. The corpus fingerprint is the sha256 of
-the sorted `id:hash` lines joined by newlines, so it does not depend on line order
-(`hashes.fingerprint_of`).
+its fields, each optional one a line leaves out filled with its default (`document.OPTIONAL`),
+so that `{"id", "text"}` and the same line with the defaults written out hash alike. The corpus
+fingerprint is the sha256 of the sorted `id:hash` lines joined by newlines, so it does not
+depend on line order (`hashes.fingerprint_of`).
 
 A corpus loaded from a file is read in one streaming pass that validates every line and
 hashes every document; it then holds per document only its id, its hash (32 bytes), its probe

@@ -23,26 +23,28 @@ from typing import BinaryIO, NamedTuple
 
 import numpy as np
 
-from cortex_exp.data.document import FIELDS, Document, document_digest, probe_arrays, probe_key
+from cortex_exp.data.document import FIELDS, OPTIONAL, Document, document_digest, probe_arrays, probe_key
 from cortex_exp.data.files import open_input, parse_json
 from cortex_exp.data.jsonl import BLOCK, Problems, check_field, iter_lines, parse_line
 from cortex_exp.errors import InputError
 from cortex_exp.parallel import fd_state, line_spans, lines_at, ordered_map, worker_count
 
 _FIELD_SET = frozenset(FIELDS)
+_TITLE, _PROJECT, _KIND, _ALWAYS = (OPTIONAL[k] for k in ("title", "project", "kind", "always_served"))
 
 
 def _well_formed(obj: dict) -> bool:
-    """The common case, checked at once: every field present with its type, nothing else."""
-    project = obj.get("project", 0)
+    """The common case, checked at once: `id` and `text` present, every field with its type
+    (an optional one may be absent), nothing else."""
+    project = obj.get("project", _PROJECT)
     return (
         type(obj.get("id")) is str
         and obj["id"] != ""
-        and type(obj.get("title")) is str
+        and type(obj.get("title", _TITLE)) is str
         and type(obj.get("text")) is str
         and (project is None or type(project) is str)
-        and type(obj.get("kind")) is str
-        and type(obj.get("always_served", False)) is bool
+        and type(obj.get("kind", _KIND)) is str
+        and type(obj.get("always_served", _ALWAYS)) is bool
         and obj.keys() <= _FIELD_SET
     )
 
@@ -53,10 +55,10 @@ def _check(obj: dict, problems: Problems, line: int) -> bool:
     if ok and not obj["id"]:
         problems.add(line, "field 'id' is empty")
         ok = False
-    ok &= check_field(obj, "title", (str,), problems, line)
+    ok &= check_field(obj, "title", (str,), problems, line, required=False)
     ok &= check_field(obj, "text", (str,), problems, line)
-    ok &= check_field(obj, "project", (str, type(None)), problems, line)
-    ok &= check_field(obj, "kind", (str,), problems, line)
+    ok &= check_field(obj, "project", (str, type(None)), problems, line, required=False)
+    ok &= check_field(obj, "kind", (str,), problems, line, required=False)
     ok &= check_field(obj, "always_served", (bool,), problems, line, required=False)
     unknown = sorted(set(obj) - _FIELD_SET)
     if unknown:
@@ -66,7 +68,10 @@ def _check(obj: dict, problems: Problems, line: int) -> bool:
 
 
 def to_document(obj: dict) -> Document:
-    return Document(obj["id"], obj["title"], obj["text"], obj["project"], obj["kind"], obj.get("always_served", False))
+    """The document of a valid line, each optional field it leaves out at its default."""
+    get = obj.get
+    title, project, kind = get("title", _TITLE), get("project", _PROJECT), get("kind", _KIND)
+    return Document(obj["id"], title, obj["text"], project, kind, get("always_served", _ALWAYS))
 
 
 class _Signature:

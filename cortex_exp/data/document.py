@@ -1,7 +1,10 @@
 """One document of the corpus and its hash (docs/interface.md §3 "Fingerprint").
 
-A document's hash is the sha256 of the canonical JSON (sorted keys, UTF-8, no spaces) of all
-its fields, `always_served` filled with its default. Its probe text (the known-answer query the
+A corpus line needs `id` and `text`; `title`, `project`, `kind` and `always_served` are optional,
+with the defaults `OPTIONAL` states (a RAG team's `{"id", "text"}` is a corpus). A document's hash
+is the sha256 of the canonical JSON (sorted keys, UTF-8, no spaces) of all its fields, each
+absent one filled with its default: a line with the defaults left out and the same line with
+them written out are one document, with one hash. Its probe text (the known-answer query the
 probe asks for it, run/probe.py) and that text's digest (`probe_key`) are defined here too: the
 corpus scan computes them for every document.
 """
@@ -17,6 +20,9 @@ import numpy as np
 import orjson
 
 FIELDS = ("id", "title", "text", "project", "kind", "always_served")
+REQUIRED = ("id", "text")
+# the optional fields and the value an absent one stands for (docs/interface.md §3)
+OPTIONAL = {"title": "", "project": None, "kind": "document", "always_served": False}
 TEXT_WORDS = 8  # a probe text without a title: the text's first words (run/probe.py)
 _TWO_WORDS = re.compile(r"\w\W+\w")  # at least two words (runs of \w)
 # the flags of `probe_key`
@@ -32,7 +38,7 @@ class Document:
     text: str
     project: str | None
     kind: str
-    always_served: bool = False
+    always_served: bool = OPTIONAL["always_served"]
 
     @property
     def content(self) -> str:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from cortex_exp.errors import quiet_stdout
+from cortex_exp.usage import described
 
 from . import DEFAULT_SEED, generate
 
@@ -14,7 +15,15 @@ from . import DEFAULT_SEED, generate
 def main(argv: list[str] | None = None) -> int:
     quiet_stdout()
     ap = argparse.ArgumentParser(
-        prog="python -m cortex_exp.demo", description="Write the demo corpus.jsonl and serves.jsonl."
+        prog="python -m cortex_exp.demo",
+        **described(
+            """Write the demo data: corpus.jsonl (the documents a search feeds coding agents: rules,
+            decisions, lessons, how-tos of 35 projects) and serves.jsonl (the serve log, with the
+            agents' verdicts), seeded; print their paths. `python -m cortex_exp` makes them itself
+            when data/demo/ is missing.""",
+            "python -m cortex_exp.demo data/demo",
+            "python -m cortex_exp.demo /tmp/demo --seed 3",
+        ),
     )
     ap.add_argument("out_dir", type=Path)
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED)

@@ -15,12 +15,38 @@ from cortex_exp.golden.build import build_from_files, rebuild
 from cortex_exp.golden.commit import disk_full
 from cortex_exp.golden.export import FILES, FORMATS, export
 from cortex_exp.tables import WIDTH
+from cortex_exp.usage import described
+
+G = "python -m cortex_exp.golden"
+DEMO = "--corpus data/demo/corpus.jsonl"
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m cortex_exp.golden", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog=G,
+        **described(
+            """Golden sets: the queries and the documents judged for each, built from a serve log (or
+            from traces, or a BEIR collection), that every run is measured on; and what is done with
+            them: rebuild, export for other tools, review what nobody judged, diff, split. `COMMAND
+            --help` for each (docs/golden-sets.md; the files: docs/interface.md §3).""",
+            f"{G} build {DEMO} --serves data/demo/serves.jsonl --out golden/mine",
+            f"{G} export golden/demo --format trec --out export/",
+        ),
+    )
     sub = p.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("build", help="build a golden set from a serve log")
+    b = sub.add_parser(
+        "build",
+        help="build a golden set from a serve log",
+        **described(
+            """Build a golden set from a serve log (--serves), from MLflow traces (--from mlflow) or
+            OTLP/JSON files (--from otlp), or a team's own JSONL (--serves with --map): four filters
+            (always-served items, repeated tasks, retired positives, queries with no positive),
+            each counted in the manifest; prints the new golden_id (docs/golden-sets.md,
+            docs/traces.md).""",
+            f"{G} build {DEMO} --serves data/demo/serves.jsonl --out golden/mine",
+            f"{G} build --from mlflow --experiment agent-serves {DEMO} --out golden/traced",
+        ),
+    )
     b.add_argument("--corpus", required=True, type=Path, help="corpus.jsonl (the live index)")
     b.add_argument("--serves", type=Path, help="serves.jsonl (the serve log), or a team's JSONL with --map")
     b.add_argument("--out", required=True, type=Path, help="golden-set folder to write")
@@ -43,16 +69,55 @@ def parser() -> argparse.ArgumentParser:
         "--verdict-sources",
         help="keep the verdicts of these sources only: human, llm, code, e.g. human,code (default all)",
     )
-    r = sub.add_parser("rebuild", help="rebuild a golden set in place from the inputs its manifest names")
+    r = sub.add_parser(
+        "rebuild",
+        help="rebuild a golden set in place from the inputs its manifest names",
+        **described(
+            """Rebuild a golden set in place from the inputs its manifest names (the serve log, or the
+            same traces with the same window, filter and mapping): part of every reindex. The new
+            manifest's lineage says what changed; manual judgments are carried or set aside in a
+            file, never lost.""",
+            f"{G} rebuild golden/mine",
+            f"{G} rebuild golden/demo",
+        ),
+    )
     r.add_argument("dir", type=Path)
-    i = sub.add_parser("import-beir", help="import a BEIR collection as corpus + golden set")
+    i = sub.add_parser(
+        "import-beir",
+        help="import a BEIR collection as corpus + golden set",
+        **described(
+            """Import a BEIR collection (corpus.jsonl, queries.jsonl, qrels) as OUT/corpus.jsonl in this
+            project's format and a golden set in OUT: qrels score > 0 is positive, 0 noise.""",
+            f"{G} import-beir ../shared/data/scifact --out data/scifact",
+            f"{G} import-beir path/to/beir/nfcorpus --out data/nfcorpus",
+        ),
+    )
     i.add_argument("beir_dir", type=Path)
     i.add_argument("--out", required=True, type=Path)
-    e = sub.add_parser("export", help="write TREC qrels and the queries (TSV, JSONL) for trec_eval, ranx, ...")
+    e = sub.add_parser(
+        "export",
+        help="write TREC qrels and the queries (TSV, JSONL) for trec_eval, ranx, ...",
+        **described(
+            """Write the golden set for trec_eval, pytrec_eval, ranx, ir_measures, PyTerrier, Anserini:
+            qrels.txt, queries.tsv, queries.jsonl and export.json in OUT.""",
+            f"{G} export golden/demo --format trec --out export/",
+            f"{G} export golden/mine --out /tmp/mine-trec",
+        ),
+    )
     e.add_argument("dir", type=Path, help="the golden-set folder")
     e.add_argument("--format", choices=FORMATS, default="trec")
     e.add_argument("--out", required=True, type=Path, help="folder for qrels.txt, queries.tsv, queries.jsonl")
-    v = sub.add_parser("review", help="the unjudged documents one run ranks in its top K and the other does not")
+    v = sub.add_parser(
+        "review",
+        help="the unjudged documents one run ranks in its top K and the other does not",
+        **described(
+            """List, per query, the documents nobody judged that one run ranks in its top K and the
+            other does not, as a file a person fills in (the column verdict: positive or noise);
+            `add-judgments` takes it back (docs/unjudged.md).""",
+            f"{G} review core/bm25_v2 core/unserved_first --out review.csv",
+            f"{G} review core/bm25_v1 core/bm25_v2 --out review.jsonl --k 10 --queries 50 --seed 1",
+        ),
+    )
     v.add_argument("run_a", metavar="RUN_A", help="run id, NAME or latest:NAME (the baseline)")
     v.add_argument("run_b", metavar="RUN_B", help="run id, NAME or latest:NAME (the candidate)")
     v.add_argument("--out", required=True, type=Path, help="the file to fill in: .csv for CSV, else JSON lines")
@@ -63,15 +128,43 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--corpus", type=Path, help="the corpus (default: run A's data.corpus)")
     v.add_argument("--tracking-uri", help="default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db")
     v.add_argument("--experiment", help="where run names are looked up (default cortex_exp, else all)")
-    j = sub.add_parser("add-judgments", help="add a filled review file's verdicts (source: manual)")
+    j = sub.add_parser(
+        "add-judgments",
+        help="add a filled review file's verdicts (source: manual)",
+        **described(
+            """Add the verdicts of a filled review file (JSON lines or CSV: qid, doc_id, verdict) to a
+            golden set as judgments `source: manual`, in place or into --out: a new golden_id,
+            counted apart in the manifest.""",
+            f"{G} add-judgments golden/demo review.csv --out golden/demo-reviewed",
+            f"{G} add-judgments golden/mine review.jsonl",
+        ),
+    )
     j.add_argument("dir", type=Path, help="the golden-set folder")
     j.add_argument("file", type=Path, help="the filled file (JSON lines or CSV: qid, doc_id, verdict)")
     j.add_argument("--out", type=Path, help="write the new set here instead of in place")
-    d = sub.add_parser("diff", help="what changed between two golden sets")
+    d = sub.add_parser(
+        "diff",
+        help="what changed between two golden sets",
+        **described(
+            """What changed from one golden set to another: queries added and dropped, verdicts
+            changed, positives retired; and whether NEW's lineage names OLD.""",
+            f"{G} diff golden/demo golden/mine",
+            f"{G} diff golden/old golden/new --json",
+        ),
+    )
     d.add_argument("old", type=Path, help="the older golden-set folder")
     d.add_argument("new", type=Path, help="the newer golden-set folder")
     d.add_argument("--json", action="store_true", help="print the changes as JSON")
-    s = sub.add_parser("split", help="split a golden set by task into dev/ and holdout/ (decide on the held-out part)")
+    s = sub.add_parser(
+        "split",
+        help="split a golden set by task into dev/ and holdout/ (decide on the held-out part)",
+        **described(
+            """Split a golden set by task into OUT/dev and OUT/holdout, two golden sets whose manifests
+            name their parent: tune on dev, decide on the held-out part (docs/decisions.md).""",
+            f"{G} split golden/demo --holdout 0.3 --seed 1 --out golden/parts",
+            f"{G} split golden/mine --holdout 0.5 --seed 7 --out golden/mine-parts",
+        ),
+    )
     s.add_argument("dir", type=Path, help="the golden-set folder")
     s.add_argument("--holdout", required=True, type=float, metavar="FRACTION", help="share of tasks held out, e.g. 0.3")
     s.add_argument("--seed", required=True, type=int, help="seed of the shuffle of the tasks")

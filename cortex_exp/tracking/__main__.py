@@ -9,6 +9,16 @@ from pathlib import Path
 
 from cortex_exp import interrupts
 from cortex_exp.errors import InputError, quiet_stdout, run_cli
+from cortex_exp.usage import described
+
+WHAT = """Log the runs kept in a spool folder when the tracking store failed mid-run (MLFLOW
+UNREACHABLE, MLFLOW STORE FULL) as complete runs, once the store is back: each is checked whole
+first, then logged with its times, tags, params, metrics and artifacts; prints `run_id: <id>` per
+run (docs/interface.md §6 "Spool")."""
+EXAMPLES = (
+    "python -m cortex_exp.tracking replay mlflow-spool/",
+    "python -m cortex_exp.tracking replay mlflow-spool/ --tracking-uri http://127.0.0.1:5000 --force",
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -17,9 +27,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m cortex_exp.tracking", description=__doc__.split("\n\n")[0])
+    p = _Parser(prog="python -m cortex_exp.tracking", **described(WHAT, *EXAMPLES))
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("replay", help="log spooled runs into a tracking store")
+    r = sub.add_parser("replay", help="log spooled runs into a tracking store", **described(WHAT, *EXAMPLES))
     r.add_argument("spool", type=Path, help="a spooled run folder, or a spool folder holding several")
     r.add_argument("--tracking-uri", help="default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db")
     r.add_argument("--force", action="store_true", help="log a run again that was already replayed")

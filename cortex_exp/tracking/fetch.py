@@ -1,8 +1,8 @@
 """MLflow, the read side: find runs the way a user names them and pull what compare needs.
 
-A run is named by its MLflow run id, or by a selector: `core/bm25_v2` (the only FINISHED run
-of that name: several are refused, exit 2, listing them) or `latest:core/bm25_v2` (the
-latest). Each fetched run brings its tags, params, metrics, `per_query.jsonl` and
+A run is named by its MLflow run id, or by a selector: `core/bm25_v2` or `latest:core/bm25_v2`,
+the latest FINISHED run of that name (`tracking/names.py`: the rule, the note, the suggestions
+for a name not found). Each fetched run brings its tags, params, metrics, `per_query.jsonl` and
 `corpus_fingerprint.json` (None when the run has none).
 
 A fetched run proves itself before anything is compared or logged (`usable`, `check_per_query`,
@@ -18,9 +18,7 @@ import hashlib
 import json
 import math
 import os
-import re
 import tempfile
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,12 +26,11 @@ from typing import Any
 
 from cortex_exp.errors import InputError
 from cortex_exp.tracking import store
+from cortex_exp.tracking.names import find_run
 from cortex_exp.tracking.runlog import PER_QUERY_DIGEST
 from cortex_exp.tracking.runs import guard
 
-RUN_ID = re.compile(r"^[0-9a-f]{32}$")
-DEFAULT_EXPERIMENT = "cortex_exp"
-AMBIGUOUS_SHOWN = 10
+__all__ = ["RunRecord", "connect", "fetch_run", "fetch_sweep", "find_run", "load_run"]
 
 
 @dataclass
@@ -81,72 +78,6 @@ def connect(uri: str):
         )
     with guard(uri):
         return store.client(uri)
-
-
-def _experiment_scopes(client, experiment: str | None) -> list[list[str]]:
-    """Where to look, in order: the named experiment; with no name, `cortex_exp` (if it exists)
-    and then every experiment."""
-    if experiment:
-        exp = client.get_experiment_by_name(experiment)
-        if exp is None:
-            raise InputError(f"--experiment {experiment!r}: no such experiment in this MLflow store")
-        return [[exp.experiment_id]]
-    everything = [e.experiment_id for e in client.search_experiments()]
-    exp = client.get_experiment_by_name(DEFAULT_EXPERIMENT)
-    return [[exp.experiment_id], everything] if exp is not None else [everything]
-
-
-def _candidate(run) -> str:
-    """One line that tells same-named runs apart."""
-    tags = run.data.tags
-    ms = run.info.start_time
-    started = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d} UTC"
-    parts = [run.info.run_id, started, f"golden_id {tags.get('golden_id', '?')[:12]}"]
-    parts += [f"in multirun {tags['mlflow.parentRunId']}"] if "mlflow.parentRunId" in tags else []
-    parts += ["degraded"] if tags.get("degraded") == "true" else []
-    return "  ".join(parts)
-
-
-def ambiguous(name: str, runs: list, where: str) -> InputError:
-    shown = [_candidate(r) for r in runs[:AMBIGUOUS_SHOWN]]
-    more = [f"... and {len(runs) - AMBIGUOUS_SHOWN} more"] if len(runs) > AMBIGUOUS_SHOWN else []
-    return InputError(
-        f"run name {name!r} is ambiguous: {len(runs)} FINISHED runs{where} carry it; pass one of "
-        f"these run ids, or latest:{name} for the latest (newest first):",
-        shown + more,
-    )
-
-
-def find_run(client, selector: str, experiment: str | None = None):
-    """The MLflow run a user means by `selector`: a run id; `latest:NAME`, the latest FINISHED run
-    of that name; or `NAME`, the only FINISHED run of that name (several: exit 2 listing them)."""
-    from mlflow.exceptions import MlflowException
-
-    name = selector.removeprefix("latest:")
-    latest = name != selector
-    if not latest and RUN_ID.match(selector):
-        try:
-            return client.get_run(selector)
-        except MlflowException:
-            pass  # not a run id after all: try it as a run name
-    if "'" in name or not name:
-        raise InputError(f"run selector {selector!r}: expected a run id, NAME or latest:NAME (no quotes)")
-    where = f" in experiment {experiment!r}" if experiment else ""
-    for scope in _experiment_scopes(client, experiment):
-        runs = client.search_runs(
-            scope,
-            filter_string=f"attributes.run_name = '{name}' and attributes.status = 'FINISHED'",
-            max_results=1 if latest else 1000,
-            order_by=["attributes.start_time DESC"],
-        )
-        if len(runs) == 1 or (runs and latest):
-            return runs[0]
-        if runs:
-            raise ambiguous(name, runs, where)
-    raise InputError(
-        f"run selector {selector!r}: no FINISHED run named {name!r}{where}; "
-        "pass a run id, or a run name such as core/bm25_v2 (see `mlflow ui`)"
-    )
 
 
 def _read_artifact(client, run, path: str) -> bytes | None:

@@ -13,6 +13,17 @@ from cortex_exp.compare.options import CI_KINDS
 from cortex_exp.compare.plans.create import make_plan, underpowered_warning
 from cortex_exp.errors import InputError, quiet_stdout, run_cli
 from cortex_exp.logs import configure as configure_logging
+from cortex_exp.usage import described
+
+WHAT = """Record a plan before the candidate runs: the baseline run, the primary metric, the smallest
+effect worth shipping and the guardrails, as an MLflow run (kind=plan). It prints the paired
+queries the plan needs and, last, `plan_id: <id>`; `compare BASE CAND --plan <id>` then decides
+ship, no_ship, equivalent, inconclusive or void (docs/decisions.md)."""
+EXAMPLES = (
+    "python -m cortex_exp.plan create --baseline core/bm25_v1 --primary recall_at_24 --min-effect 0.02",
+    "python -m cortex_exp.plan create --baseline core/bm25_v1 --primary ndcg_at_10 --min-effect 5% "
+    "--guardrail noise_at_10:+0.01 --candidates 2",
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -21,9 +32,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m cortex_exp.plan", description=__doc__.split("\n\n")[0])
+    p = _Parser(prog="python -m cortex_exp.plan", **described(WHAT, *EXAMPLES))
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    c = sub.add_parser("create", help="record a plan before the candidate runs; prints plan_id: <id>")
+    c = sub.add_parser(
+        "create", help="record a plan before the candidate runs; prints plan_id: <id>", **described(WHAT, *EXAMPLES)
+    )
     c.add_argument("--baseline", required=True, metavar="RUN", help="the baseline: run id, NAME or latest:NAME")
     c.add_argument("--primary", required=True, metavar="METRIC", help="the one metric that decides")
     c.add_argument(
