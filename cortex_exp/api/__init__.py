@@ -1,16 +1,25 @@
-"""The Python API, for notebooks and scripts: the same runs, comparisons and golden sets as the
-commands (docs/python-api.md).
+"""The Python API, for notebooks and scripts: the same runs, comparisons, golden sets and plans
+as the commands (docs/python-api.md).
 
 - `run(overrides, **settings)`: one benchmark run, `python -m cortex_exp OVERRIDES` in-process
   (one run: no `-m` multirun); returns a `Run` (run id, the run's logged metrics, its
   per-query values) read back from MLflow: the record, not a copy of it.
-- `load_run(run)`: any benchmark run from MLflow, by id, `NAME` or `latest:NAME`.
+- `evaluate(rankings, golden)`: rankings made in the notebook (`{qid: {doc_id: score}}`, ranx's
+  run shape) measured as `retriever=runfile` measures a ranking file: the same gates, the same
+  record.
+- `load_run(run)`: any benchmark run from MLflow, by id, `NAME` or `latest:NAME`; `runs()`: the
+  runs of an experiment as a DataFrame.
 - `compare(a, b, **options)` / `compare_many(base, candidates, **options)`: `python -m
   cortex_exp.compare` in-process; `options` are `CompareOptions`' fields, named as the flags
   (`ci="bootstrap"`, `metrics=["mrr"]`, `holm=True`, `no_log=True`, `tracking_uri=...`). The
-  result's `to_dict()` is exactly what `--json` prints and `to_frame()` is it as a table.
-- `build_golden(corpus, serves, out)`: `python -m cortex_exp.golden build`; `demo_data(folder)`
-  writes the demo corpus and serve log.
+  result's `to_dict()` is exactly what `--json` prints, `to_frame()` is it as a table, `plot()`
+  its forest plot.
+- `plan(baseline, primary, min_effect, ...)`: `python -m cortex_exp.plan create`.
+- `build_golden(corpus, serves, out, source=...)`: `python -m cortex_exp.golden build` from any
+  of its sources (or `import-beir`); `demo_data(folder)` writes the demo corpus and serve log.
+
+What they return (`cortex_exp.api.results`) has a one-line `repr` and draws itself as HTML in
+Jupyter; progress bars show in a notebook and on a terminal, not in a log (`cortex_exp.progress`).
 
 Errors are the commands' own exceptions (`cortex_exp.errors`): `InputError` (the command's exit
 2), `GateRefused` (exit 3), `ServiceUnreachable` (exit 4), each with the command's message.
@@ -18,43 +27,42 @@ Errors are the commands' own exceptions (`cortex_exp.errors`): `InputError` (the
 Import it as `from cortex_exp import api` (or `import cortex_exp.api`): its names are not
 re-exported at the top level because `cortex_exp.run` and `cortex_exp.compare` are subpackages
 — the first import of either binds that name on `cortex_exp` to the package, so a function of
-the same name there would be replaced depending on what the notebook imported before.
+the same name there would be replaced depending on what the notebook imported before. For the
+same reason no module of this package is named after one of its functions.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cortex_exp.api.golden import build_golden
+from cortex_exp.api.results import Comparison, Decision, Plan, Run
 from cortex_exp.compare.options import CompareOptions
 from cortex_exp.errors import InputError
+
+__all__ = [
+    "Comparison",
+    "Decision",
+    "Plan",
+    "Run",
+    "build_golden",
+    "compare",
+    "compare_many",
+    "compose",
+    "demo_data",
+    "evaluate",
+    "load_run",
+    "plan",
+    "run",
+    "runs",
+]
 
 CLI_ONLY = ("json", "verbose", "sweep")  # options of the command line with no meaning here
 
 
 # --- runs ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Run:
-    """A benchmark run as MLflow holds it: `metrics` are the run's logged metrics (§4's by name,
-    `n_queries`, ...), `per_query` the rows of its `per_query.jsonl`."""
-
-    run_id: str
-    name: str
-    status: str
-    metrics: dict[str, float]
-    per_query: list[dict[str, Any]]
-    tags: dict[str, str] = field(repr=False)
-    params: dict[str, str] = field(repr=False)
-
-    def to_frame(self):
-        """The per-query values, one row per query (`qid`, `project`, each metric, `top`)."""
-        import pandas as pd
-
-        return pd.DataFrame(self.per_query)
 
 
 def _overrides(overrides: list[str] | None, settings: dict[str, Any]) -> list[str]:
@@ -135,6 +143,110 @@ def load_run(run: str | Run, tracking_uri: str | None = None, experiment: str | 
     )
 
 
+RUN_COLUMNS = ["run_id", "name", "status", "started", "kind", "decides", "degraded", "role", "row", "retriever"]
+RUN_COLUMNS += ["golden_id", "parent_run_id"]
+
+
+def runs(
+    tracking_uri: str | None = None,
+    experiment: str | None = None,
+    kind: str | None = "benchmark",
+    filter: str = "",
+    limit: int = 10_000,
+):
+    """The runs of an experiment as a DataFrame, newest first: a row per run, the columns
+    `RUN_COLUMNS` (`decides`, `degraded` as booleans, `started` in UTC), then every metric any
+    of them logged (§4's first, in the tables' order; NaN where a run has none). `kind`: the
+    runs' `kind` tag (`benchmark`, `comparison`, `multirun`, `plan`; None: every run);
+    `filter`: more of MLflow's search syntax (`"tags.row = 'core'"`)."""
+    import pandas as pd
+
+    from cortex_exp.metrics import sort_key
+    from cortex_exp.tracking import resolve_uri
+    from cortex_exp.tracking.listing import list_runs
+
+    where = " and ".join(part for part in (f"tags.kind = '{kind}'" if kind else "", filter) if part)
+    found = list_runs(resolve_uri(tracking_uri), experiment, where, limit)
+    metrics = sorted({m for r in found for m in r["metrics"]}, key=sort_key)
+    rows = []
+    for r in found:
+        t = r["tags"]
+        rows.append(
+            [
+                r["run_id"],
+                r["name"],
+                r["status"],
+                pd.Timestamp(r["start_time"], unit="ms", tz="UTC"),
+                t.get("kind"),
+                t.get("decides") == "true",
+                t.get("degraded") == "true",
+                t.get("role"),
+                t.get("row"),
+                t.get("retriever"),
+                t.get("golden_id"),
+                t.get("mlflow.parentRunId"),
+                *(r["metrics"].get(m, float("nan")) for m in metrics),
+            ]
+        )
+    return pd.DataFrame(rows, columns=RUN_COLUMNS + metrics)
+
+
+def evaluate(rankings, golden, corpus: str | Path | None = None, overrides: list[str] | None = None, **settings) -> Run:
+    """Rankings made in the notebook, measured as a ranking file is (`retriever=runfile`): the
+    same gates, the same MLflow record, a `Run` back. `rankings` is `{qid: {doc_id: score}}`
+    (ranx's run shape; a ranx `Run` too); `golden` the golden set (its folder, or what
+    `build_golden` returned); `corpus` by default the one its manifest names. `overrides` and
+    `settings` as `run` takes them. The rankings are written once as a JSONL ranking file in a
+    temporary folder, read by the runfile retriever (its sha256 is the run's `rankings_sha256`
+    tag), and removed after the run: `run.trec` keeps the ranking the run measured."""
+    import tempfile
+
+    golden_dir = Path(getattr(golden, "path", None) or golden)
+    corpus = Path(corpus) if corpus is not None else _corpus_of(golden_dir)
+    lines = _ranking_lines(rankings)
+    if {"data", "retriever"} & set(settings):
+        raise InputError("evaluate: the data are golden= and corpus=, the retriever the rankings; not data=/retriever=")
+    with tempfile.TemporaryDirectory(prefix="cortex_rankings_") as tmp:
+        path = Path(tmp) / "rankings.jsonl"
+        path.write_text(lines, encoding="utf-8")
+        ranked = ["data=files", "retriever=runfile", f"retriever.runfile.path={path}", "retriever.runfile.format=jsonl"]
+        data = {"corpus": corpus, "golden": golden_dir.resolve()}
+        return run([*ranked, *(overrides or [])], data=data, **settings)
+
+
+def _corpus_of(golden_dir: Path) -> Path:
+    from cortex_exp.golden import read_manifest
+    from cortex_exp.golden.manifest import source_path
+
+    try:
+        return source_path(read_manifest(golden_dir), "corpus", golden_dir)
+    except InputError as exc:
+        raise InputError(f"evaluate: {exc}; pass corpus=PATH") from None
+
+
+def _ranking_lines(rankings) -> str:
+    """One JSONL line per query (`retriever=runfile`'s shape), each ranking best first; the
+    ranking file's reader checks the rest (ids, finite scores) as it checks any file."""
+    from collections.abc import Mapping
+    from numbers import Real
+
+    if not isinstance(rankings, Mapping) and callable(getattr(rankings, "to_dict", None)):
+        rankings = rankings.to_dict()  # a ranx Run
+    if not isinstance(rankings, Mapping) or not rankings:
+        raise InputError(f"evaluate: rankings are {{qid: {{doc_id: score}}}} (ranx's run shape), got {rankings!r:.80}")
+    lines = []
+    for qid, scores in rankings.items():
+        if not isinstance(scores, Mapping):
+            raise InputError(f"evaluate: rankings[{qid!r}]: expected {{doc_id: score}}, got {type(scores).__name__}")
+        bad = [(d, v) for d, v in scores.items() if not isinstance(v, Real) or isinstance(v, bool)]
+        if bad:
+            raise InputError(f"evaluate: rankings[{qid!r}][{bad[0][0]!r}]: a score is a number, got {bad[0][1]!r:.40}")
+        ranked = sorted(((d, float(v)) for d, v in scores.items()), key=lambda p: -p[1])
+        ranking = [{"doc_id": d, "score": v} for d, v in ranked]
+        lines.append(json.dumps({"qid": qid, "ranking": ranking}, ensure_ascii=False) + "\n")
+    return "".join(lines)
+
+
 def _selector(run) -> str:
     selector = getattr(run, "run_id", run)
     if not isinstance(selector, str):
@@ -143,38 +255,6 @@ def _selector(run) -> str:
 
 
 # --- comparisons ---------------------------------------------------------------------------
-
-
-@dataclass
-class Comparison:
-    """A comparison's result: `to_dict()` is what `compare --json` prints, `to_frame()` one row
-    per candidate and metric with the same numbers; `comparison_run_id` is the comparison run
-    in MLflow (None with `no_log=True`); `str()` is the table compare prints."""
-
-    analysis: Any = field(repr=False)  # compare.analysis.Comparison
-    comparison_run_id: str | None = None
-
-    @property
-    def decides(self) -> bool:
-        return self.analysis.decides
-
-    @property
-    def warnings(self) -> list[str]:
-        return [f.message for f in self.analysis.findings]
-
-    def to_dict(self) -> dict:
-        return self.analysis.to_dict()
-
-    def to_frame(self, view: str = "metrics"):
-        """Columns `run_a`, `run_b`, `metric`, then every figure of the metric's `--json` object
-        (`effect` and `detectable` spread: `effect_scale`, ..., `detectable_value`); `view=
-        "condensed"` for the condensed view (`condensed=True`)."""
-        return self.analysis.to_frame(view)
-
-    def __str__(self) -> str:
-        from cortex_exp.compare.report import format_text
-
-        return format_text(self.analysis)
 
 
 def _compare(runs: list, options: dict, form: str) -> Comparison:
@@ -206,15 +286,42 @@ def compare_many(base: str | Run, candidates: list[str | Run] | None = None, **o
     return _compare([base, *(candidates or [])], options, "many")
 
 
+# --- plans -------------------------------------------------------------------------------------
+
+
+def plan(
+    baseline: str | Run,
+    primary: str,
+    min_effect: str,
+    guardrails: list[str] | tuple[str, ...] = (),
+    *,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    candidates: int = 1,
+    hypothesis: str = "",
+    holdout: bool = False,
+    tracking_uri: str | None = None,
+    experiment: str | None = None,
+) -> Plan:
+    """`python -m cortex_exp.plan create --baseline B --primary M --min-effect SIZE [--guardrail
+    METRIC:MAX_HARM]...`: the plan recorded in MLflow (printing what the command prints), read
+    back: its `plan_id` is what `compare(a, b, plan=...)` takes."""
+    from cortex_exp.compare.planned import Plan as Planned
+    from cortex_exp.plan.__main__ import create, parser
+    from cortex_exp.tracking import resolve_uri
+    from cortex_exp.tracking.plans import read_plan
+
+    argv = ["create", f"--baseline={_selector(baseline)}", f"--primary={primary}", f"--min-effect={min_effect}"]
+    argv += [f"--guardrail={g}" for g in ([guardrails] if isinstance(guardrails, str) else guardrails)]
+    argv += [f"--alpha={alpha!r}", f"--power={power!r}", f"--candidates={candidates}", f"--hypothesis={hypothesis}"]
+    argv += ["--holdout"] * bool(holdout) + [
+        f"--{k}={v}" for k, v in (("tracking-uri", tracking_uri), ("experiment", experiment)) if v
+    ]
+    plan_id = create(parser().parse_args(argv))
+    return Plan(plan_id, Planned.from_dict(read_plan(resolve_uri(tracking_uri), plan_id).plan))
+
+
 # --- golden sets -------------------------------------------------------------------------------
-
-
-def build_golden(corpus: str | Path, serves: str | Path, out: str | Path):
-    """`python -m cortex_exp.golden build --corpus C --serves S --out DIR`: the golden set
-    written to `out` (its `golden_id`, `manifest`, `path`)."""
-    from cortex_exp.golden.build import build_from_files
-
-    return build_from_files(Path(corpus), Path(serves), Path(out))
 
 
 def demo_data(folder: str | Path, seed: int | None = None) -> tuple[Path, Path]:
