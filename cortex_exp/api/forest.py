@@ -5,7 +5,21 @@ corrected), read from its `--json` object — the plot shows the numbers the tab
 
 from __future__ import annotations
 
+import io
+
+from matplotlib.figure import Figure
+
 from cortex_exp.compare.report import COLOURS
+
+
+class Forest(Figure):
+    """A Figure that draws itself as a PNG in a notebook (`_repr_png_`): made without pyplot, no
+    backend shows it, and a figure pyplot made would be shown twice (returned, and flushed)."""
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png")
+        return buffer.getvalue()
 
 
 def rows(result: dict, label: str, metrics: list[str]) -> list[tuple[str, dict]]:
@@ -19,13 +33,12 @@ def rows(result: dict, label: str, metrics: list[str]) -> list[tuple[str, dict]]
     return out
 
 
-def forest(lines: list[tuple[str, dict]], title: str):
-    """A matplotlib Figure (no pyplot: no global state, nothing shown twice in a notebook)."""
+def forest(lines: list[tuple[str, dict]], title: str) -> Forest:
+    """The plot of `lines` (label, a metric's §7 object), the first on top."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    fig = Figure(figsize=(7.5, 1.2 + 0.32 * len(lines)), dpi=100)
+    fig = Forest(figsize=(7.5, 1.2 + 0.32 * len(lines)), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
     for y, (label, m) in enumerate(lines):
