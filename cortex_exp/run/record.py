@@ -16,8 +16,9 @@ from cortex_exp.findings import Finding, decides, degraded_reasons, refusals, ta
 from cortex_exp.golden import GoldenSet
 from cortex_exp.retrievers.base import parameters, target_of
 from cortex_exp.rows import RowSpec
-from cortex_exp.run import gates
+from cortex_exp.run import describe, gates
 from cortex_exp.run.log import log
+from cortex_exp.run.query_table import QUERY_TABLE, query_table
 from cortex_exp.settings import RunSettings
 from cortex_exp.tables import table
 
@@ -25,9 +26,10 @@ NAME_ALIASES = {"retriever.fusion.weight": "w"}  # how a swept key reads in a ru
 
 
 def component_params(prefix: str, component: Any) -> dict[str, Any]:
-    """`<prefix>.<param>` for every parameter read back from the built object, its class as
-    `<prefix>._target_` and its repr as `<prefix>.repr`."""
-    out = {f"{prefix}._target_": target_of(component), f"{prefix}.repr": repr(component)}
+    """`<prefix>.<param>` for every parameter read back from the built object, and its class as
+    `<prefix>._target_`: values, each on its own (a repr of the whole object would be one more
+    param that differs across a sweep — the UI's parallel coordinates drew `Fusion(met…`)."""
+    out = {f"{prefix}._target_": target_of(component)}
     out.update({f"{prefix}.{k}": v for k, v in parameters(component).items()})
     return out
 
@@ -50,12 +52,33 @@ def run_params(settings: RunSettings, row: RowSpec) -> dict[str, Any]:
     return out
 
 
+def swept_values(settings: RunSettings) -> dict[str, str]:
+    """A multirun job's swept overrides other than the row and the retriever (a weight, a k1):
+    what makes it a point of a sweep, whose best is chosen on the golden set's own queries."""
+    return {k: v for k, v in settings.swept.items() if k not in ("row", "retriever")}
+
+
 def run_name(settings: RunSettings, row: RowSpec) -> str:
-    """`<row>/<retriever>`, and for a multirun job ` key=value` per swept override that is not the
-    row or the retriever (docs/interface.md §6): `core/hybrid w=0.25`."""
+    """`<row>/<retriever>`, and for a multirun job ` key=value` per swept value (`swept_values`,
+    docs/interface.md §6): `core/hybrid w=0.25`."""
     parts = [f"{row.name}/{settings.retriever.name}"]
-    parts += [f"{NAME_ALIASES.get(k, k)}={v}" for k, v in settings.swept.items() if k not in ("row", "retriever")]
+    parts += [f"{NAME_ALIASES.get(k, k)}={v}" for k, v in swept_values(settings).items()]
     return " ".join(parts)
+
+
+def role_of(settings: RunSettings, row: RowSpec, degraded: bool, decides: bool) -> str:
+    """What a run is for, in a word (its tag `role`, the first words of its description; the
+    sweep's parent turns its best point's into `describe.SWEEP_CHOICE`), the first that holds:
+    `degraded` (measured without a component: reference only), `reference` (a row that learns
+    from the verdicts), `sweep-point` (a job of a sweep of values), `decides` (`decides=true`),
+    `no-decision` (a core run that is not clean, or not finished)."""
+    if degraded:
+        return "degraded"
+    if not row.decides:
+        return "reference"
+    if swept_values(settings):
+        return "sweep-point"
+    return "decides" if decides else "no-decision"
 
 
 def run_tags(settings: RunSettings, row: RowSpec, corpus: Corpus, golden: GoldenSet) -> dict[str, str]:
@@ -71,6 +94,7 @@ def run_tags(settings: RunSettings, row: RowSpec, corpus: Corpus, golden: Golden
         "degraded": "false",
         "stale_override": "false",
         "corpus_moved": "false",
+        "role": role_of(settings, row, degraded=False, decides=False),  # until the run ends (`closing_tags`)
     }
 
 
@@ -93,6 +117,17 @@ def final_tags(row: RowSpec, found: Sequence[Finding]) -> dict[str, str]:
     if refused:
         tags["refused"] = refused[0].refused_tag
     return tags
+
+
+def closing_tags(
+    settings: RunSettings, row: RowSpec, opening: str, tags: dict[str, str], found: Sequence[Finding], means: dict
+) -> dict[str, str]:
+    """The role and the description a measured run ends with, from its `final_tags`: the role
+    in the description's first words, then what ran (`opening`), then its primary numbers."""
+    role = role_of(settings, row, tags["degraded"] == "true", tags["decides"] == "true")
+    first = describe.role_line(role, row, swept_values(settings), degraded_reasons(found), refusals(found))
+    shown = metrics.headline(settings.metrics.primary_metric)
+    return {"role": role, tracking.NOTE: describe.closing(first, opening, means, shown)}
 
 
 @contextmanager
@@ -130,6 +165,9 @@ def log_results(
     interrupts.checkpoint("record.metrics")
     # compare checks the artifact against this digest (and the means above) before it trusts it
     mlrun.set_tags({tracking.PER_QUERY_DIGEST: mlrun.log_jsonl("per_query.jsonl", measured.per_query)})
+    serves = [s for q in golden.queries for s in q.serve_ids]
+    traces = mlrun.read(lambda: tracking.trace_ids(mlrun.journal.uri, golden.manifest.get("source"), serves))
+    mlrun.log_table(QUERY_TABLE, query_table(measured.per_query, golden, traces))
     trec, note = run_trec(measured.per_query, run_name(settings, row))
     if trec is not None:
         mlrun.log_text("run.trec", trec)
