@@ -84,17 +84,17 @@ def role_of(settings: RunSettings, row: RowSpec, degraded: bool, decides: bool) 
 def run_tags(settings: RunSettings, row: RowSpec, corpus: Corpus, golden: GoldenSet) -> dict[str, str]:
     """The tags a run is created with. `decides` starts false: it turns true only at the end of a
     run that may decide (`final_tags`), so that no RUNNING, FAILED or KILLED run carries it."""
-    return {
+    return {  # created in this order, which the UI keeps for its tag columns: what decides first
+        "decides": "false",
+        "degraded": "false",
+        "role": role_of(settings, row, degraded=False, decides=False),  # until the run ends (`closing_tags`)
         **row.tags(),
         "kind": "benchmark",
-        "decides": "false",
         "retriever": settings.retriever.name,
         "corpus_fingerprint": corpus.fingerprint,
         "golden_id": golden.golden_id,
-        "degraded": "false",
         "stale_override": "false",
         "corpus_moved": "false",
-        "role": role_of(settings, row, degraded=False, decides=False),  # until the run ends (`closing_tags`)
     }
 
 

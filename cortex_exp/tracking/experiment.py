@@ -43,10 +43,12 @@ def views(metrics: list[str]) -> dict[str, tuple[str, str, list[str], tuple[str,
     """key -> (name, runs filter, columns, order) of the saved views; `metrics` are the primary ones
     (the primary first), followed by `SHOWN`."""
     metrics = list(dict.fromkeys([*metrics, *SHOWN]))  # SHOWN whichever run created the experiment
-    # what decides first: beside the run's name on any screen (1440 px wide), then the numbers
+    # The UI draws a view's columns by kind — the run's name and start, then metrics, params, tags
+    # (in the order the runs' tags were created: `record.run_tags` creates decides, degraded and
+    # role first) — whatever their order here: few columns before the tags keep `decides` and
+    # `degraded` on the first screen at 1440 px (tests/test_browser.py).
     run_cols = _cols("tags", ["decides", "degraded", "role"]) + _cols("metrics", [*metrics, "n_queries"])
-    run_cols += _cols("tags", ["row", "retriever"]) + _cols("params", ["retriever.fusion.weight"])
-    run_cols += _cols("attributes", ["Duration", "Dataset"])
+    run_cols += _cols("params", ["retriever.fusion.weight"]) + _cols("tags", ["row", "retriever"])
     verdicts = _cols("tags", ["run_a_name", "run_b_name", "comparison_decides"])
     verdicts += _cols("tags", [f"verdict.{m}" for m in metrics]) + _cols("metrics", [f"diff_{m}" for m in metrics])
     decisions = _cols("tags", ["plan_id", "run_b_name", "decision", "primary", "decision_golden_id"])
