@@ -50,7 +50,6 @@ __all__ = [
     "build_golden",
     "compare",
     "compare_many",
-    "compose",
     "demo_data",
     "evaluate",
     "load_run",
@@ -201,7 +200,10 @@ def evaluate(rankings, golden, corpus: str | Path | None = None, overrides: list
     tag), and removed after the run: `run.trec` keeps the ranking the run measured."""
     import tempfile
 
-    golden_dir = Path(getattr(golden, "path", None) or golden)
+    folder = getattr(golden, "path", golden)
+    if not isinstance(folder, str | Path):
+        raise InputError(f"evaluate: golden is a golden set's folder, or a golden set written to one; got {golden!r}")
+    golden_dir = Path(folder)
     corpus = Path(corpus) if corpus is not None else _corpus_of(golden_dir)
     lines = _ranking_lines(rankings)
     if {"data", "retriever"} & set(settings):
