@@ -124,6 +124,21 @@ def test_a_sweep_s_points_say_so_and_the_one_it_chose_says_it_was_chosen_on_thes
     )
 
 
+def test_a_run_is_created_with_decides_false_and_what_decides_first():
+    """Its tags' order is the UI's column order; the core row's own `decides: true` (whether its
+    runs may decide) must not become the new run's tag (it did once: a run KILLED while logging
+    kept decides=true, which tests/test_signals.py caught)."""
+    from types import SimpleNamespace
+
+    from cortex_exp.rows import ROWS
+    from cortex_exp.run.record import run_tags
+
+    settings = compose(["data=files", "data.corpus=/c.jsonl", "data.golden=/g"])
+    tags = run_tags(settings, ROWS["core"], SimpleNamespace(fingerprint="f"), SimpleNamespace(golden_id="g"))
+    assert list(tags)[:3] == ["decides", "degraded", "role"]
+    assert (tags["decides"], tags["degraded"], tags["role"], tags["row"]) == ("false", "false", "no-decision", "core")
+
+
 def test_the_saved_views_show_decides_and_degraded_first(store):
     exp = MlflowClient(store.uri).get_experiment_by_name("cortex_exp")
     for key in ("cortex-benchmark", "cortex-decides"):

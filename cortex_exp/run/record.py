@@ -84,10 +84,8 @@ def role_of(settings: RunSettings, row: RowSpec, degraded: bool, decides: bool) 
 def run_tags(settings: RunSettings, row: RowSpec, corpus: Corpus, golden: GoldenSet) -> dict[str, str]:
     """The tags a run is created with. `decides` starts false: it turns true only at the end of a
     run that may decide (`final_tags`), so that no RUNNING, FAILED or KILLED run carries it."""
-    return {  # created in this order, which the UI keeps for its tag columns: what decides first
-        "decides": "false",
-        "degraded": "false",
-        "role": role_of(settings, row, degraded=False, decides=False),  # until the run ends (`closing_tags`)
+    first = {"decides": "false", "degraded": "false", "role": role_of(settings, row, degraded=False, decides=False)}
+    rest = {
         **row.tags(),
         "kind": "benchmark",
         "retriever": settings.retriever.name,
@@ -96,6 +94,9 @@ def run_tags(settings: RunSettings, row: RowSpec, corpus: Corpus, golden: Golden
         "stale_override": "false",
         "corpus_moved": "false",
     }
+    # created in this order, which the UI keeps for its tag columns: what decides first; the
+    # row's own `decides` (whether its runs may) does not replace the run's `false`
+    return {**first, **{k: v for k, v in rest.items() if k not in first}}
 
 
 def final_tags(row: RowSpec, found: Sequence[Finding]) -> dict[str, str]:
