@@ -1,10 +1,12 @@
 # %% [markdown]
 # # cortex_exp from a notebook
 #
-# The demo golden set, two retrievers measured on it, their paired comparison as a table.
-# Open this file in Jupyter (jupytext), VS Code or PyCharm: each `# %%` is a cell. Or run it
-# whole: `python examples/notebook.py`. Everything goes to a fresh folder (`CORTEX_EXAMPLE_DIR`,
-# else a new temporary one): the data, the golden set, the MLflow store, the caches.
+# The demo golden set, two retrievers measured on it, their paired comparison as a table and
+# as a forest plot, the runs of the store as a DataFrame. Open this file in Jupyter (jupytext),
+# VS Code or PyCharm: each `# %%` is a cell, and a cell that ends in a result shows it as a
+# table. Or run it whole: `python examples/notebook.py`. Everything goes to a fresh folder
+# (`CORTEX_EXAMPLE_DIR`, else a new temporary one): the data, the golden set, the MLflow store,
+# the caches.
 
 # %%
 import os
@@ -22,7 +24,7 @@ print(f"working in {work}")
 # %% The demo data (a corpus and a serve log) and the golden set built from the serve log
 corpus, serves = api.demo_data(work / "data")
 golden = api.build_golden(corpus, serves, work / "golden")
-print(f"golden set {golden.golden_id}: {golden.manifest['counts']}")
+golden  # one line: its golden_id, folder, queries and judgments
 
 # %% Two retrievers, each one benchmark run: the same overrides as `python -m cortex_exp ...`
 settings = {
@@ -32,15 +34,23 @@ settings = {
 }
 baseline = api.run(["data=files", "retriever=bm25_v1"], **settings)
 candidate = api.run(["data=files", "retriever=bm25_v2"], **settings)
-print(baseline.run_id, baseline.metrics["ndcg_at_10"], candidate.run_id, candidate.metrics["ndcg_at_10"])
-per_query = candidate.to_frame()  # one row per query: qid, project, each metric, top
+candidate  # in Jupyter its metric table; print(candidate) is one line
+
+# %% One row per query: qid, project, each metric, top
+per_query = candidate.to_frame()
 per_query[["qid", "project", "recall_at_5", "ndcg_at_10"]].head()
 
 # %% The paired comparison, B (the candidate) against A (the baseline), logged to MLflow
 result = api.compare(baseline, candidate, tracking_uri=uri)
-print(result)  # the table `python -m cortex_exp.compare A B` prints
 print(f"decides: {result.decides}; comparison run {result.comparison_run_id}")
+result  # the table with each metric's difference, interval and verdict; print(result): the command's text
+
+# %% Each metric's difference B − A and its interval, as a forest plot (a matplotlib Figure)
+result.plot()
 
 # %% The same numbers as `compare --json`, as a DataFrame: one row per metric
 frame = result.to_frame()
 frame[["metric", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "p_value", "verdict"]]
+
+# %% The store's benchmark runs, newest first
+api.runs(tracking_uri=uri)[["name", "decides", "degraded", "recall_at_24", "ndcg_at_10", "mrr"]]

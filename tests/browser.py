@@ -147,16 +147,21 @@ class Page:
         (MLflow's "Got it" popovers), once the React app lets it through."""
 
         def clicked() -> bool:
+            self.dismiss_tips()  # one shown now would take the click (a tip over a dimmed page need not refuse it)
             self.driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
             try:
                 element.click()
                 return True
             except ElementClickInterceptedException:
-                for tip in self.visible("//button[normalize-space(.)='Got it']"):
-                    tip.click()
+                self.dismiss_tips()
                 return False
 
         self.wait(clicked, f"a click on <{element.tag_name}> {element.text[:60]!r}")
+
+    def dismiss_tips(self) -> None:
+        """MLflow's first-visit tips ("Got it" popovers, e.g. "Detect Issues in Your Traces")."""
+        for tip in self.visible("//button[normalize-space(.)='Got it']"):
+            tip.click()
 
     def link(self, text: str) -> WebElement:
         return self.element(f"//a[normalize-space(.)={literal(text)}]", f"a link {text!r}")

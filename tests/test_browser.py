@@ -11,6 +11,7 @@ Screenshots go to `$CORTEX_TEST_ARTIFACTS` when set, else to a folder pytest kee
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ VIEW_COLUMNS = {f"tags.`{t}`" for t in ("row", "retriever", "decides", "degraded
 VIEW_COLUMNS |= {f"metrics.`{m}`" for m in ("recall_at_24", "ndcg_at_10", "mrr", "n_queries")}
 VIEW_COLUMNS |= {"params.`retriever.fusion.weight`"}  # the benchmark runs' view, as the README says
 UNFOLD = "mlflow.experiment.metadata_editor.expand_button"  # the experiment description's
+SCREEN_1440 = {"width": 1440, "height": 900, "deviceScaleFactor": 1, "mobile": False}  # a laptop's screen
 
 
 @dataclass
@@ -43,6 +45,7 @@ class Store:
     experiment_id: str
     ids: dict[str, str]  # run name -> run id, every run of the store
     sweep_png: bytes  # the sweep parent's artifact, as logged
+    queries: list[str]  # the golden set's query texts
 
 
 def multirun(args: list[str], cwd: Path, env: dict) -> str:
@@ -85,7 +88,8 @@ def store(tmp_path_factory) -> Store:
     assert len(runs) == 8  # 2 parents, 5 jobs, 1 comparison
     ids = {run.info.run_name: run.info.run_id for run in runs}
     png = Path(client.download_artifacts(sweep, "sweep.png", str(tmp_path_factory.mktemp("sweep-png"))))
-    return Store(uri, experiment.experiment_id, ids, png.read_bytes())
+    texts = [json.loads(line)["text"] for line in (root / "golden" / "demo" / "queries.jsonl").open()]
+    return Store(uri, experiment.experiment_id, ids, png.read_bytes(), texts)
 
 
 @pytest.fixture(scope="module")
@@ -276,3 +280,42 @@ def test_the_sweep_plot_renders(page, store):
     )
     assert tuple(decoded) == png_size(store.sweep_png)  # the plot the multirun logged, whole
     page.shot("sweep-png")
+
+
+def test_decides_and_degraded_are_on_the_first_screen_of_the_benchmark_runs_at_1440_px(page, store):
+    """Before: the view listed row, retriever, weight, then decides and degraded — off-screen at 1900 px."""
+    page.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", SCREEN_1440)
+    try:
+        page.open(
+            f"#/experiments/{store.experiment_id}/runs?viewStateShareKey=cortex-benchmark&workflowType=machine_learning"
+        )
+        table_shows(page, sorted(JOBS[ROWS] + JOBS[SWEEP]), "the view of benchmark runs at 1440 px")
+        first = {"tags.`decides`", "tags.`degraded`"}
+        page.wait(lambda: first <= on_screen(page), lambda: f"{first} on the first screen; it shows {on_screen(page)}")
+        page.text_element("decides", within="//div[contains(@class, 'ag-header')]")
+        page.shot("benchmark-runs-1440")
+    finally:
+        page.driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def on_screen(page: Page) -> set[str]:
+    """The columns whose header lies whole inside the window, without scrolling."""
+    return set(
+        page.driver.execute_script(
+            "return Array.from(document.querySelectorAll('.ag-header-cell[col-id]'))"
+            ".filter(e => { const r = e.getBoundingClientRect();"
+            " return r.width > 0 && r.left >= 0 && r.right <= window.innerWidth && r.bottom <= window.innerHeight; })"
+            ".map(e => e.getAttribute('col-id'));"
+        )
+    )
+
+
+def test_the_per_query_table_shows_each_query_s_text(page, store):
+    run_id = store.ids["core/bm25_v2"]
+    page.open(f"#/experiments/{store.experiment_id}/runs/{run_id}/artifacts?workflowType=machine_learning")
+    page.click(page.text_element("per_query_table.json"))
+    for text in store.queries[:3]:  # the first rows of the table, as the UI draws them
+        page.text_element(text)
+    for column in ("query", "ndcg_at_10", "serve_ids"):
+        page.text_element(column)
+    page.shot("per-query-table")

@@ -17,11 +17,11 @@ from cortex_exp.check_retriever.__main__ import parser as check_parser
 from cortex_exp.cli.main import main as cortex_main
 from cortex_exp.compare.cli import build_parser as compare_parser
 from cortex_exp.compare.cli import main as compare_main
+from cortex_exp.compare.plans.cli import parser as plan_parser
 from cortex_exp.demo.__main__ import main as demo_main
 from cortex_exp.golden.__main__ import main as golden_main
 from cortex_exp.golden.__main__ import parser as golden_parser
 from cortex_exp.plan.__main__ import main as plan_main
-from cortex_exp.plan.__main__ import parser as plan_parser
 from cortex_exp.tracking.__main__ import build_parser as tracking_parser
 from cortex_exp.tracking.__main__ import main as tracking_main
 from cortex_exp.usage import EXAMPLES

@@ -110,7 +110,7 @@ def test_the_comparison_run_logs_the_judged_share_and_the_condensed_view(store, 
     assert metrics["judged_a_at_5"] == 0.6 and metrics["judged_b_at_5"] == 0.2
     assert metrics["diff_condensed_recall_at_5"] == 0.0 and metrics["diff_recall_at_5"] < -0.2
     assert tags["verdict.condensed_recall_at_5"] == "indistinguishable" and tags["verdict.recall_at_5"] == "worse"
-    assert comp.data.params["condensed"] == "True" and "Judged@5: A 0.6000, B 0.2000" in tags["mlflow.note.content"]
+    assert comp.data.params["condensed"] == "true" and "Judged@5: A 0.6000, B 0.2000" in tags["mlflow.note.content"]
 
 
 def test_many_candidates_carry_the_judged_share_and_a_condensed_family(store, capsys):

@@ -64,6 +64,10 @@ class GoldenSet:
     def golden_id(self) -> str:
         return golden_digest(self.queries, self.judgments)
 
+    def __repr__(self) -> str:  # one line: a notebook cell ending in a golden set shows this, not every query
+        where = f" at {self.path}" if self.path else ""
+        return f"GoldenSet({self.golden_id}{where}: {len(self.queries)} queries, {len(self.judgments)} judgments)"
+
     def positives(self) -> dict[str, set[str]]:
         out: dict[str, set[str]] = {q.qid: set() for q in self.queries}
         for j in self.judgments:

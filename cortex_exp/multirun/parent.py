@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from cortex_exp import tracking
 from cortex_exp.metrics import higher_is_better
-from cortex_exp.multirun.summary import summary
+from cortex_exp.multirun.summary import best_job, shown_metrics, summary
+from cortex_exp.run.describe import SWEEP_CHOICE, sweep_choice_line
 
 
 def open_parent(uri: str, experiment: str, swept: list[str], metrics: list[str]) -> str:
@@ -29,10 +30,9 @@ def open_parent(uri: str, experiment: str, swept: list[str], metrics: list[str])
 
 
 def _numeric_param(children: list[dict]) -> str | None:
-    """The one param that differs across the finished jobs and is a number (a weight), if any
-    (a component's `.repr` differs with its parameters: it is not a parameter of its own)."""
+    """The one param that differs across the finished jobs and is a number (a weight), if any."""
     finished = [c for c in children if c["status"] == "FINISHED"]
-    keys = {k for c in finished for k in c["params"] if not k.endswith(".repr")}
+    keys = {k for c in finished for k in c["params"]}
     varying = [k for k in sorted(keys) if len({c["params"].get(k) for c in finished}) > 1]
     if len(varying) != 1:
         return None
@@ -71,6 +71,18 @@ def summarize_parent(uri: str, run_id: str, primary: str | None) -> str:
     print(text)
     if children:
         log_sweep_picture(uri, run_id, children, primary, text)
+    mark_choice(uri, run_id, children, primary)
     finished = sum(c["status"] == "FINISHED" for c in children)
     tracking.tag_run(uri, run_id, {}, note=f"{finished} of {len(children)} jobs FINISHED.")
     return "FINISHED" if children and finished == len(children) else "FAILED"
+
+
+def mark_choice(uri: str, run_id: str, children: list[dict], primary: str | None) -> None:
+    """The sweep's best point (the summary's `*`) says so in a tag (`role`) and in its
+    description's first words: it was chosen on the golden set's own queries."""
+    best = best_job([c for c in children if c["status"] == "FINISHED"], primary)
+    if best is None or best["tags"].get("role") != "sweep-point":  # a degraded best stays degraded
+        return
+    by = primary if primary in best["metrics"] else shown_metrics([best])[0]
+    note = sweep_choice_line(run_id, by)
+    tracking.tag_run(uri, best["run_id"], {"role": SWEEP_CHOICE, "chosen_by": run_id}, note=note, first=True)

@@ -21,12 +21,10 @@ def summary(children: list[dict], primary: str | None) -> str:
     finished = [c for c in children if c["status"] == "FINISHED"]
     if not finished:
         return "no job finished"
-    names = sorted((m for m in finished[0]["metrics"] if not m.startswith(NOT_SHOWN)), key=sort_key)
+    names = shown_metrics(finished)
     primary = primary if primary in names else names[0]
     rows_vary = len({c["tags"].get("row") for c in finished}) > 1
-    # across rows a "best" would crown a row that learned from the answers: only core decides
-    sign = 1 if higher_is_better(primary) else -1
-    best = None if rows_vary else max(finished, key=lambda c: sign * c["metrics"].get(primary, -sign * float("inf")))
+    best = best_job(finished, primary)
     rows = []
     for c in sorted(finished, key=_order):
         t = c["tags"]
@@ -43,6 +41,21 @@ def summary(children: list[dict], primary: str | None) -> str:
     note += f"  {failed} job(s) did not finish." if failed else ""
     headers = ["run", "role"] + (["best"] if best is not None else [])
     return table(headers + names, rows, keys=len(headers)) + "\n" + textwrap.fill(note.strip(), WIDTH)
+
+
+def shown_metrics(finished: list[dict]) -> list[str]:
+    return sorted((m for m in finished[0]["metrics"] if not m.startswith(NOT_SHOWN)), key=sort_key)
+
+
+def best_job(finished: list[dict], primary: str | None) -> dict | None:
+    """The finished job with the best primary metric (else the first shown), in a multirun of one
+    row: across rows a "best" would crown a row that learned from the answers (only core decides)."""
+    if not finished or len({c["tags"].get("row") for c in finished}) > 1:
+        return None
+    names = shown_metrics(finished)
+    primary = primary if primary in names else names[0]
+    sign = 1 if higher_is_better(primary) else -1
+    return max(finished, key=lambda c: sign * c["metrics"].get(primary, -sign * float("inf")))
 
 
 def _order(child: dict):

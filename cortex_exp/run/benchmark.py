@@ -17,7 +17,7 @@ from pathlib import Path
 from cortex_exp import interrupts, metrics, tracking
 from cortex_exp.data.corpus import Corpus, load_corpus
 from cortex_exp.errors import InputError
-from cortex_exp.findings import Finding, degraded_reasons, noted, pct, refusals
+from cortex_exp.findings import Finding, degraded_reasons, noted, pct
 from cortex_exp.golden import GoldenSet, load_golden
 from cortex_exp.parallel import use_workers
 from cortex_exp.retrievers.base import Index, SupportsProvenance
@@ -32,7 +32,7 @@ from cortex_exp.run.log import log
 from cortex_exp.run.prepare import prepare_data
 from cortex_exp.run.probe import ProbeResult, health_record, probe_all, probe_plan
 from cortex_exp.run.ranking import combine, rank_components, watch_probed
-from cortex_exp.run.record import final_tags, log_results, open_benchmark_run, summary_table
+from cortex_exp.run.record import closing_tags, final_tags, log_results, open_benchmark_run, summary_table
 from cortex_exp.run.silence import silence
 from cortex_exp.run.verdict import Refusal, apply, degraded_banner, refuse_deferred
 from cortex_exp.settings import RunSettings
@@ -110,9 +110,7 @@ def run(settings: RunSettings, keep_indexes: bool = True) -> Outcome:
         notes = ([degraded_banner(degraded)] if degraded else []) + noted(found)
         log_results(mlrun, settings, row, ready.indexed, ready.golden, measured, notes, found)
         mlrun.log_metrics({"setup_seconds": ready.seconds})
-        shown = metrics.headline(settings.metrics.primary_metric)
-        refused = [f.message for f in refusals(found)]
-        tags[tracking.NOTE] = describe.closing(note, tags["decides"] == "true", refused, measured.means, shown)
+        tags.update(closing_tags(settings, row, note, tags, found, measured.means))  # role, description
         mlrun.set_tags(tags)  # decides=true is the last word of a run that finishes
         refuse_deferred(found)
         interrupts.checkpoint("bench.logged")

@@ -16,7 +16,9 @@ from cortex_exp.findings import Finding, decides, degraded_reasons, refusals, ta
 from cortex_exp.golden import GoldenSet
 from cortex_exp.retrievers.base import parameters, target_of
 from cortex_exp.rows import RowSpec
+from cortex_exp.run import describe
 from cortex_exp.run.log import log
+from cortex_exp.run.query_table import QUERY_TABLE, query_table
 from cortex_exp.run.silence import silence_metrics
 from cortex_exp.run.verdict import degraded_banner
 from cortex_exp.settings import RunSettings
@@ -26,9 +28,10 @@ NAME_ALIASES = {"retriever.fusion.weight": "w"}  # how a swept key reads in a ru
 
 
 def component_params(prefix: str, component: Any) -> dict[str, Any]:
-    """`<prefix>.<param>` for every parameter read back from the built object, its class as
-    `<prefix>._target_` and its repr as `<prefix>.repr`."""
-    out = {f"{prefix}._target_": target_of(component), f"{prefix}.repr": repr(component)}
+    """`<prefix>.<param>` for every parameter read back from the built object, and its class as
+    `<prefix>._target_`: values, each on its own (a repr of the whole object would be one more
+    param that differs across a sweep — the UI's parallel coordinates drew `Fusion(met…`)."""
+    out = {f"{prefix}._target_": target_of(component)}
     out.update({f"{prefix}.{k}": v for k, v in parameters(component).items()})
     return out
 
@@ -51,35 +54,63 @@ def run_params(settings: RunSettings, row: RowSpec) -> dict[str, Any]:
     return out
 
 
+def swept_values(swept: Mapping[str, str]) -> dict[str, str]:
+    """A multirun job's swept overrides other than the row and the retriever (a weight, a k1):
+    what makes it a point of a sweep, whose best is chosen on the golden set's own queries."""
+    return {k: v for k, v in swept.items() if k not in ("row", "retriever")}
+
+
 def run_name(retriever: str, swept: Mapping[str, str], row: RowSpec) -> str:
-    """`<row>/<retriever>`, and for a multirun job ` key=value` per swept override that is not the
-    row or the retriever (docs/interface.md §6): `core/hybrid w=0.25`."""
+    """`<row>/<retriever>`, and for a multirun job ` key=value` per swept value (`swept_values`,
+    docs/interface.md §6): `core/hybrid w=0.25`."""
     parts = [f"{row.name}/{retriever}"]
-    parts += [f"{NAME_ALIASES.get(k, k)}={v}" for k, v in swept.items() if k not in ("row", "retriever")]
+    parts += [f"{NAME_ALIASES.get(k, k)}={v}" for k, v in swept_values(swept).items()]
     return " ".join(parts)
 
 
-def run_tags(retriever: str, row: RowSpec, corpus: Corpus, golden: GoldenSet) -> dict[str, str]:
+def role_of(swept: Mapping[str, str], row: RowSpec, degraded: bool, decides: bool) -> str:
+    """What a run is for, in a word (its tag `role`, the first words of its description; the
+    sweep's parent turns its best point's into `describe.SWEEP_CHOICE`), the first that holds:
+    `degraded` (measured without a component: reference only), `reference` (a row that learns
+    from the verdicts), `sweep-point` (a job of a sweep of values), `decides` (`decides=true`),
+    `no-decision` (a core run that is not clean, or not finished)."""
+    if degraded:
+        return "degraded"
+    if not row.decides:
+        return "reference"
+    if swept_values(swept):
+        return "sweep-point"
+    return "decides" if decides else "no-decision"
+
+
+def run_tags(
+    retriever: str,
+    swept: Mapping[str, str],
+    row: RowSpec,
+    corpus: Corpus,
+    golden: GoldenSet,
+    sweep_run_id: str | None = None,
+) -> dict[str, str]:
     """The tags a run is created with. `decides` starts false: it turns true only at the end of a
     run that may decide (`final_tags`), so that no RUNNING, FAILED or KILLED run carries it. A
     sweep's value is tagged with its sweep and the golden set it is chosen on (`sweep_run_id`,
     `sweep_golden_id`): compare does not decide it on those queries (`WARNING: CHOSEN ON THESE
     QUERIES`, `compare.pairing`)."""
-    sweep = (
-        {"sweep_run_id": settings.sweep_run_id, "sweep_golden_id": golden.golden_id} if settings.sweep_run_id else {}
-    )
-    return {
+    first = {"decides": "false", "degraded": "false", "role": role_of(swept, row, degraded=False, decides=False)}
+    sweep = {"sweep_run_id": sweep_run_id, "sweep_golden_id": golden.golden_id} if sweep_run_id else {}
+    rest = {
         **sweep,
         **row.tags(),
         "kind": "benchmark",
-        "decides": "false",
         "retriever": retriever,
         "corpus_fingerprint": corpus.fingerprint,
         "golden_id": golden.golden_id,
-        "degraded": "false",
         "stale_override": "false",
         "corpus_moved": "false",
     }
+    # created in this order, which the UI keeps for its tag columns: what decides first; the
+    # row's own `decides` (whether its runs may) does not replace the run's `false`
+    return {**first, **{k: v for k, v in rest.items() if k not in first}}
 
 
 def final_tags(row: RowSpec, found: Sequence[Finding]) -> dict[str, str]:
@@ -103,6 +134,17 @@ def final_tags(row: RowSpec, found: Sequence[Finding]) -> dict[str, str]:
     return tags
 
 
+def closing_tags(
+    settings: RunSettings, row: RowSpec, opening: str, tags: dict[str, str], found: Sequence[Finding], means: dict
+) -> dict[str, str]:
+    """The role and the description a measured run ends with, from its `final_tags`: the role
+    in the description's first words, then what ran (`opening`), then its primary numbers."""
+    role = role_of(settings.swept, row, tags["degraded"] == "true", tags["decides"] == "true")
+    first = describe.role_line(role, row, swept_values(settings.swept), degraded_reasons(found), refusals(found))
+    shown = metrics.headline(settings.metrics.primary_metric)
+    return {"role": role, tracking.NOTE: describe.closing(first, opening, means, shown)}
+
+
 @contextmanager
 def open_benchmark_run(settings: RunSettings, row: RowSpec, uri: str, corpus: Corpus, golden: GoldenSet, note: str):
     """The MLflow run of one benchmark run, opened when measuring starts; a run that does not
@@ -112,7 +154,10 @@ def open_benchmark_run(settings: RunSettings, row: RowSpec, uri: str, corpus: Co
         uri,
         settings.mlflow.experiment,
         run_name(settings.retriever.name, settings.swept, row),
-        {**run_tags(settings.retriever.name, row, corpus, golden), tracking.NOTE: note},
+        {
+            **run_tags(settings.retriever.name, settings.swept, row, corpus, golden, settings.sweep_run_id),
+            tracking.NOTE: note,
+        },
         settings.parent_run_id,
         spool_dir=tracking.spool_root(settings.mlflow.spool_dir),
         unfinished_tags={"decides": "false"},
@@ -138,6 +183,9 @@ def log_results(
     interrupts.checkpoint("record.metrics")
     # compare checks the artifact against this digest (and the means above) before it trusts it
     mlrun.set_tags({tracking.PER_QUERY_DIGEST: mlrun.log_jsonl("per_query.jsonl", measured.per_query)})
+    serves = [s for q in golden.queries for s in q.serve_ids]
+    traces = mlrun.read(lambda: tracking.trace_ids(mlrun.journal.uri, golden.manifest.get("source"), serves))
+    mlrun.log_table(QUERY_TABLE, query_table(measured.per_query, golden, traces))
     trec, note = run_trec(measured.per_query, run_name(settings.retriever.name, settings.swept, row))
     if trec is not None:
         mlrun.log_text("run.trec", trec)

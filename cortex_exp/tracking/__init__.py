@@ -8,7 +8,8 @@
 - `parents`: a multirun's parent run and its jobs.
 - `lifecycle`, `source`: which process and which code made a run; runs left RUNNING by a dead
   process are marked KILLED.
-- `fetch`: the read side (find runs by name, pull what compare needs).
+- `fetch`: the read side (find runs by name, pull what compare needs); `listing`: an
+  experiment's runs; `trace_links`: the traces a golden set's queries came from.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from cortex_exp.tracking.runlog import PER_QUERY_DIGEST, RunLog
 from cortex_exp.tracking.runs import attach, guard, open_run
 from cortex_exp.tracking.spool import spool_root
 from cortex_exp.tracking.store import DEFAULT_URI, check_reachable, client, resolve_uri
+from cortex_exp.tracking.trace_links import trace_ids
 
 __all__ = [
     "DEFAULT_URI",
@@ -43,6 +45,7 @@ __all__ = [
     "spool_root",
     "start_parent",
     "tag_run",
+    "trace_ids",
     "view_link",
 ]
 
@@ -57,15 +60,15 @@ def mark_orphans(uri: str, experiment_name: str) -> list[str]:
         return sweep(client(uri), exp.experiment_id) if exp is not None else []
 
 
-def tag_run(uri: str, run_id: str, tags: dict[str, str], note: str | None = None) -> None:
+def tag_run(uri: str, run_id: str, tags: dict[str, str], note: str | None = None, first: bool = False) -> None:
     """Tags on an existing run (a compared run pointing at its comparison), and a line in its
-    description."""
+    description (at its end, or `first`)."""
     with guard(uri):
         c = client(uri)
         for key, value in tags.items():
             c.set_tag(run_id, key, str(value))
         if note:
-            append_note(c, run_id, note)
+            append_note(c, run_id, note, first)
 
 
 def experiment_name(uri: str, experiment_id: str) -> str:

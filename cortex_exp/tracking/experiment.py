@@ -43,8 +43,12 @@ def views(metrics: list[str]) -> dict[str, tuple[str, str, list[str], tuple[str,
     """key -> (name, runs filter, columns, order) of the saved views; `metrics` are the primary ones
     (the primary first), followed by `SHOWN`."""
     metrics = list(dict.fromkeys([*metrics, *SHOWN]))  # SHOWN whichever run created the experiment
-    run_cols = _cols("tags", ["row", "retriever", "decides", "degraded"]) + _cols("params", ["retriever.fusion.weight"])
-    run_cols += _cols("metrics", [*metrics, "n_queries"]) + _cols("attributes", ["Duration", "Dataset"])
+    # The UI draws a view's columns by kind — the run's name and start, then metrics, params, tags
+    # (in the order the runs' tags were created: `record.run_tags` creates decides, degraded and
+    # role first) — whatever their order here: few columns before the tags keep `decides` and
+    # `degraded` on the first screen at 1440 px (tests/test_browser.py).
+    run_cols = _cols("tags", ["decides", "degraded", "role"]) + _cols("metrics", [*metrics, "n_queries"])
+    run_cols += _cols("params", ["retriever.fusion.weight"]) + _cols("tags", ["row", "retriever"])
     verdicts = _cols("tags", ["run_a_name", "run_b_name", "comparison_decides"])
     verdicts += _cols("tags", [f"verdict.{m}" for m in metrics]) + _cols("metrics", [f"diff_{m}" for m in metrics])
     decisions = _cols("tags", ["plan_id", "run_b_name", "decision", "primary", "decision_golden_id"])
@@ -68,7 +72,10 @@ def description(experiment_id: str, metrics: list[str]) -> str:
         "**cortex_exp**: does a change to the retrieval system really make it better?\n\n"
         "- **Benchmark runs** (`kind=benchmark`): one row × one retriever on a golden set, named "
         "`<row>/<retriever>`; a multirun's jobs add ` key=value` for what the sweep varies "
-        "(`core/hybrid w=0.25`). Metrics are means over the queries; `per_query.jsonl` holds each query.\n"
+        "(`core/hybrid w=0.25`). Metrics are means over the queries; `per_query_table.json` shows each "
+        "query (its text, its metrics, the serves and traces it came from). `role` says what a run is for "
+        "(decides, degraded, reference, sweep-point, sweep-choice, no-decision), and so do its description's "
+        "first words.\n"
         "- **Multirun parents** (`kind=multirun`): a sweep or all rows, the jobs nested under them, "
         "`summary.txt` and `sweep.png`.\n"
         "- **Comparisons** (`kind=comparison`, by `python -m cortex_exp.compare A B`): paired "

@@ -41,10 +41,11 @@ def process_alive(pid: int, since_ms: int) -> bool:
     return state not in ("Z", "X") and started <= since_ms / 1000 + 2
 
 
-def append_note(client, run_id: str, text: str) -> None:
-    """Add a paragraph to a run's description (the MLflow note)."""
-    old = client.get_run(run_id).data.tags.get(NOTE, "")
-    client.set_tag(run_id, NOTE, (old.rstrip() + "\n\n" if old else "") + text)
+def append_note(client, run_id: str, text: str, first: bool = False) -> None:
+    """Add a paragraph to a run's description (the MLflow note): at its end, or `first`."""
+    old = client.get_run(run_id).data.tags.get(NOTE, "").strip()
+    parts = [text, old] if first else [old, text]
+    client.set_tag(run_id, NOTE, "\n\n".join(p for p in parts if p))
 
 
 def mark_orphans(client, experiment_id: str) -> list[str]:

@@ -30,6 +30,19 @@ PER_QUERY_DIGEST = "per_query_sha256"
 REPLAY = "python -m cortex_exp.tracking replay"
 
 
+LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"  # MLflow's tag of a run's tables (mlflow.utils.mlflow_tags)
+
+
+def param_value(value) -> str:
+    """A param as its value reads, not as Python writes it: `true`, `null`, `[5, 10]` (JSON) for
+    booleans, None, lists and dicts; a string as it is; anything else as `str` gives it."""
+    if isinstance(value, str):
+        return value
+    if value is None or isinstance(value, bool | list | tuple | dict):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return str(value)
+
+
 def _say(message: str) -> None:
     print(scrub(message), file=sys.stderr, flush=True)
 
@@ -79,7 +92,7 @@ class RunLog:
     def log_params(self, params: dict) -> None:
         from mlflow.entities import Param
 
-        items = {k: scrub(str(v))[:6000] for k, v in params.items()}
+        items = {k: scrub(param_value(v))[:6000] for k, v in params.items()}
         self.journal.params.update(items)
         batch = [Param(k, v) for k, v in items.items()]
         for i in range(0, len(batch), 100):
@@ -131,6 +144,26 @@ class RunLog:
         with tempfile.TemporaryDirectory(prefix="cortex_artifact_") as tmp:
             (Path(tmp) / base).write_bytes(data)
             self.client.log_artifact(self.run_id, str(Path(tmp) / base), folder or None)
+
+    def log_table(self, name: str, columns: dict[str, list]) -> str:
+        """A table as `mlflow.log_table` logs one — the JSON of a pandas DataFrame in its `split`
+        orient, and the tag `mlflow.loggedArtifacts` naming it, which the UI reads to show it as a
+        table — through the journal like any artifact; returns the sha256 of the bytes logged."""
+        import pandas as pd
+
+        text = pd.DataFrame(columns).to_json(orient="split", index=False, date_format="iso", force_ascii=False)
+        digest = self.log_text(name, text)
+        tables = json.loads(self.journal.tags.get(LOGGED_ARTIFACTS, "[]"))
+        entry = {"path": name, "type": "table"}
+        self.set_tags({LOGGED_ARTIFACTS: json.dumps([*tables, entry] if entry not in tables else tables)})
+        return digest
+
+    def read(self, fn):
+        """What `fn` reads from the store, or None once the store has failed: the run goes on into
+        its journal, as after a failed write (`_call`)."""
+        found = []
+        self._call(lambda: found.append(fn()))
+        return found[0] if found else None
 
     def log_golden_dataset(self, name: str, golden_id: str, folder: Path) -> None:
         """The golden set as an MLflow dataset input whose digest is `golden_id`."""

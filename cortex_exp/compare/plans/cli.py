@@ -89,7 +89,7 @@ def note(plan, baseline) -> str:
     )
 
 
-def create(args) -> None:
+def create(args) -> str:
     from cortex_exp.tracking import experiment_name, resolve_uri
     from cortex_exp.tracking.fetch import connect, fetch_run
     from cortex_exp.tracking.plans import golden_manifest, log_plan
@@ -123,6 +123,7 @@ def create(args) -> None:
         f"the golden set holds {plan.queries_available}"
     )
     print(f"plan_id: {plan_id}", flush=True)
+    return plan_id
 
 
 def main(argv: list[str] | None = None) -> int:
