@@ -177,6 +177,8 @@ def test_a_set_without_projects_folds_by_query(built):
     trained = trained_on(golden_dir, corpus, beir_like)
     assert trained.data.group_by == "query" and trained.agreement.groups == len(golden.queries)
     assert set(trained.data.groups) == set(trained.data.qids)
+    assert f"bootstrap over {len(golden.queries)} queries" in trained.agreement.lines()[0]
+    assert f"{len(golden.queries)} queries in 5 folds by query" in trained.summary()
 
 
 # --- cross-fitting -------------------------------------------------------------------------------
@@ -276,6 +278,7 @@ def test_a_document_not_in_the_corpus_is_refused(built, trained):
     scorer = trained.judge().scorer(load_corpus(corpus), encoder=FakeEncoder(), progress=False)
     with pytest.raises(InputError, match="'gone-1'"):
         scorer.score([Pair("fix the invoice bug", "p0", "gone-1")])
+    assert scorer.score([]).shape == (0,)
 
 
 # --- the command ---------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
-from cortex_exp.judge.examples import distinct
+from cortex_exp.judge.examples import PLURAL, distinct
 
 THRESHOLD = 0.5
 BINS = 10
@@ -98,7 +98,7 @@ class Agreement:
 
     def lines(self) -> list[str]:
         """The agreement lines a command prints: `kappa 0.4123  [0.3012, 0.5127]`, ..."""
-        how = f"95% bootstrap over {self.groups} {self.group_by}s, {self.used} resamples, seed {self.seed}"
+        how = f"95% bootstrap over {self.groups} {PLURAL[self.group_by]}, {self.used} resamples, seed {self.seed}"
         said = {
             "kappa": f"Cohen's kappa at score >= {THRESHOLD:g}, out of fold",
             "auc": "ROC AUC, out of fold",

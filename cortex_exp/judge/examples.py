@@ -27,6 +27,7 @@ from cortex_exp.golden.store import GoldenSet
 
 AUDIT = "audit"  # a judgment's `source` the judge never learns from
 NO_PROJECT = "(no project)"
+PLURAL = {"project": "projects", "query": "queries"}  # what a group is, counted
 
 
 @dataclass(frozen=True)

@@ -103,25 +103,23 @@ class Features:
                 f"{len(unknown)} document(s) to score are not in the corpus {self.corpus.path or ''} "
                 f"(first: {', '.join(map(repr, unknown[:5]))}); score documents of the corpus the judge was given"
             )
+        if not pairs:
+            return FeatureTable({name: np.zeros(0) for name in NUMERIC}, np.zeros(0, dtype=object))
         queries, qi = distinct([p.query for p in pairs])
         doc_ids, di = distinct([p.doc_id for p in pairs])
         docs = [self.corpus.by_id[d] for d in doc_ids]
-        vectors = self.embedder.encode(queries + [d.content for d in docs]) if pairs else np.zeros((0, 0))
-        cosine = self._cosine(vectors[: len(queries)], vectors[len(queries) :], qi, di)
+        vectors = self.embedder.encode(queries + [d.content for d in docs])  # one pass, each text once
         bm25, share = self._lexical(queries, qi, doc_ids, di)
-        projects = np.array([d.project for d in docs], dtype=object)
         wanted = np.array([p.project for p in pairs], dtype=object)
-        same = np.array([w is not None for w in wanted]) & (projects[di] == wanted) if pairs else np.zeros(0)
-        length = np.log1p(np.array([len(d.content.split()) for d in docs], dtype=np.float64))
-        kinds = np.array([d.kind for d in docs], dtype=object)
+        projects = np.array([d.project for d in docs], dtype=object)[di]
         numeric = {
-            "cosine": cosine,
+            "cosine": self._cosine(vectors[: len(queries)], vectors[len(queries) :], qi, di),
             "bm25": bm25,
             "bm25_share": share,
-            "same_project": same.astype(np.float64),
-            "log_length": length[di] if pairs else np.zeros(0),
+            "same_project": ((projects == wanted) & (wanted != None)).astype(np.float64),  # noqa: E711 (elementwise)
+            "log_length": np.log1p(np.array([len(d.content.split()) for d in docs], dtype=np.float64))[di],
         }
-        return FeatureTable(numeric, kinds[di] if pairs else np.zeros(0, dtype=object))
+        return FeatureTable(numeric, np.array([d.kind for d in docs], dtype=object)[di])
 
     def _cosine(self, q: np.ndarray, d: np.ndarray, qi: np.ndarray, di: np.ndarray) -> np.ndarray:
         out = np.empty(len(qi), dtype=np.float64)
@@ -136,8 +134,6 @@ class Features:
         """(score, share of the query's best) of every pair: each distinct query scored once over
         the corpus, its pairs read from that score vector."""
         bm25, share = np.zeros(len(qi)), np.zeros(len(qi))
-        if not len(qi):
-            return bm25, share
         index = self.index()
         if self._row_of is None:
             self._row_of = {doc_id: row for row, doc_id in enumerate(index.ids)}

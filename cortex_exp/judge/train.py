@@ -19,7 +19,7 @@ from cortex_exp.golden.manifest import source_path
 from cortex_exp.golden.store import GoldenSet
 from cortex_exp.judge.agreement import RESAMPLES, Agreement, agreement
 from cortex_exp.judge.crossfit import folds, out_of_fold
-from cortex_exp.judge.examples import TrainingSet, training_set
+from cortex_exp.judge.examples import PLURAL, TrainingSet, training_set
 from cortex_exp.judge.features import Features
 from cortex_exp.judge.load import Judge
 from cortex_exp.judge.model import JudgeModel, as_model, design, fit, kinds_of
@@ -63,7 +63,7 @@ class Trained:
         d = self.data
         return (
             f"judge: {len(d)} judged pairs ({d.positives} positive, {d.noise} noise) of golden set "
-            f"{self.model.trained_on['golden_id']}, {len(set(d.groups))} {d.group_by}s in "
+            f"{self.model.trained_on['golden_id']}, {len(set(d.groups))} {PLURAL[d.group_by]} in "
             f"{int(self.fold.max()) + 1} folds by {d.group_by}; left out: {d.excluded_audit} audit judgment(s) "
             f"(never learned from), {d.excluded_missing} of documents not in the corpus"
         )
