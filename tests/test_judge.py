@@ -344,10 +344,14 @@ def test_a_run_that_is_not_a_judge_is_refused(uri):
         load_judge(run.info.run_id, uri)
 
 
-def test_out_inside_the_golden_set_is_refused(built, uri, capsys):
+def test_out_inside_the_golden_set_or_over_a_judge_is_refused(built, uri, tmp_path, capsys):
     golden_dir, _ = built
     code, out, err = train_cli(capsys, golden_dir, "--out", golden_dir / "judge", "--tracking-uri", uri)
     assert code == 2 and "lies in the golden-set folder" in err and not (golden_dir / "judge").exists()
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "judge.json").write_text("{}")
+    code, out, err = train_cli(capsys, golden_dir, "--out", tmp_path / "taken", "--tracking-uri", uri)
+    assert code == 2 and "already holds judge.json" in err and (tmp_path / "taken" / "judge.json").read_text() == "{}"
 
 
 def test_a_golden_set_of_positives_only_is_exit_2(tmp_path, uri, capsys):

@@ -14,7 +14,8 @@ The core path never imports this package (it reads verdicts): pyproject.toml's i
 """
 
 from cortex_exp.judge.examples import Pair
+from cortex_exp.judge.features import Features
 from cortex_exp.judge.load import Judge, Scorer, load_judge
 from cortex_exp.judge.train import Trained, train_judge
 
-__all__ = ["Judge", "Pair", "Scorer", "Trained", "load_judge", "train_judge"]
+__all__ = ["Features", "Judge", "Pair", "Scorer", "Trained", "load_judge", "train_judge"]
