@@ -88,10 +88,22 @@ class _Bm25V2Index(Index):
         on a thread each (bm25s's sums and the top k are numpy's, the GIL mostly released: 1,000
         queries over 100k documents 1.12-1.21 s -> 0.82-0.90 s on 2 threads; over 10k, 0.25 s ->
         0.47 s)."""
-        terms = [[self.vocab[t] for t in identifier_aware(q) if t in self.vocab] for q in queries]
+        terms = [self._term_ids(q) for q in queries]
         if len(self.ids) < THREADED_FROM:
             return self._scored(terms, k)
         return thread_map(lambda part: self._scored(part, k), terms)
+
+    def _term_ids(self, query: str) -> list[int]:
+        return [self.vocab[t] for t in identifier_aware(query) if t in self.vocab]
+
+    def scores(self, query: str) -> np.ndarray:
+        """Every document's score for `query`, in corpus order (float32; all 0 when no term of the
+        query is in the vocabulary): what `search` ranks. The judge reads a (query, document)
+        pair's lexical score from it (cortex_exp/judge/features.py)."""
+        term_ids = self._term_ids(query)
+        if not term_ids:
+            return np.zeros(len(self.ids), dtype=np.float32)
+        return np.asarray(self.model.get_scores(term_ids))
 
     def _scored(self, queries_terms: Sequence[list[int]], k: int) -> list[Ranking]:
         out = []
