@@ -50,6 +50,11 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("run_b", metavar="RUN_B", help="run id, NAME or latest:NAME (the candidate)")
     v.add_argument("--out", required=True, type=Path, help="the file to fill in: .csv for CSV, else JSON lines")
     v.add_argument("--k", type=int, help="top K (default: the smallest K of judged_at_K)")
+    v.add_argument(
+        "--metric",
+        help="instead of --k: the unjudged documents whose weight in this metric differs between the runs "
+        "(what compare --holes bounds names; judging them all collapses the bounds)",
+    )
     v.add_argument("--queries", type=int, metavar="N", help="a random sample of N queries (default: all)")
     v.add_argument("--seed", type=int, default=0, help="seed of --queries' sample (default 0)")
     v.add_argument("--golden", type=Path, help="the golden set (default: run A's data.golden)")
@@ -115,8 +120,9 @@ def run_review(args) -> None:
     rows, golden, k = review(args)
     queries = len({r["qid"] for r in rows})
     by_b = sum(r["surfaced_by"] == "B" for r in rows)
+    where = f"weighing differently in {k} in the two runs" if isinstance(k, str) else f"in the top {k} of one run only"
     print(
-        f"review: {len(rows)} unjudged documents in the top {k} of one run only, over {queries} of "
+        f"review: {len(rows)} unjudged documents {where}, over {queries} of "
         f"{len(golden.queries)} queries (B surfaced {by_b}, A {len(rows) - by_b}) -> {args.out}"
     )
     print(

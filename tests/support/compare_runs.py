@@ -9,7 +9,7 @@ import time
 import mlflow
 import numpy as np
 
-KEYS = {"run_a", "run_b", "n_queries", "decides", "warnings", "ci", "seed", "metrics"}
+KEYS = {"run_a", "run_b", "n_queries", "decides", "warnings", "ci", "seed", "holes", "metrics"}  # holes: --holes (issue 31)
 METRIC_KEYS = {
     "mean_a",
     "mean_b",
