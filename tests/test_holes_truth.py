@@ -8,45 +8,15 @@ computes."""
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
-from conftest import compose, doc, serve, write_jsonl
-from lifecycle import data_args, migrated_store, store_from
+from lifecycle import migrated_store, store_from
 from mlflow.tracking import MlflowClient
+from support.holes_world import KS, measure, queries, toy_world
 
 from cortex_exp.compare.holes import series
 from cortex_exp.metrics import NOISE, POSITIVE, family_of, metric_names
-from cortex_exp.run import benchmark
-
-TOPICS = ["invoice", "retry", "cache", "schema", "deploy", "login"]
-KS = [5, 10, 24]
-
-
-def toy_world(root: Path):
-    """48 documents (8 a topic, the first 4 of each helpful for its topic's tasks), 18 tasks
-    (3 a topic); each task served once: one helpful document and two others, their verdicts the
-    truth. Returns the data folder and the truth {task text: set of positive doc ids}."""
-    rng = random.Random(7)
-    docs, truth, serves = [], {}, []
-    for t, topic in enumerate(TOPICS):
-        for i in range(8):
-            words = " ".join(rng.choice(TOPICS) for _ in range(3))
-            text = f"{topic} {topic} note {i} about {words} and {'fix' if i < 4 else 'history'}"
-            docs.append(doc(f"{topic}-{i}", f"{topic} card {i} {chr(97 + t)}{i}", text, project=f"p-{topic}"))
-        for j in range(3):
-            task = f"{topic} fix number {j}"
-            truth[task] = {f"{topic}-{i}" for i in range(4)}
-            served = [f"{topic}-{j}", f"{topic}-{4 + j}", f"{TOPICS[(t + 1) % 6]}-{j}"]
-            items = [(d, "search", r, "helped" if d in truth[task] else "noise") for r, d in enumerate(served, 1)]
-            serves.append(serve(f"s-{topic}-{j}", task, items, project=f"p-{topic}", ts="2026-11-28T10:00:00Z"))
-    write_jsonl(root / "corpus.jsonl", docs)
-    write_jsonl(root / "serves.jsonl", serves)
-    from cortex_exp.golden.build import build_from_files
-
-    build_from_files(root / "corpus.jsonl", root / "serves.jsonl", root / "golden")
-    return root, truth
 
 
 @pytest.fixture(scope="module")
@@ -54,12 +24,10 @@ def measured(tmp_path_factory):
     root, truth = toy_world(tmp_path_factory.mktemp("toy"))
     uri = store_from(migrated_store(tmp_path_factory.mktemp("template")), tmp_path_factory.mktemp("store"))
     runs = {}
-    for retriever in ("bm25_v1", "bm25_v2"):
-        outcome = benchmark.run(compose([*data_args(root, uri), f"retriever={retriever}", "row=core"]))
-        path = MlflowClient(uri).download_artifacts(outcome.run_id, "per_query.jsonl")
+    for retriever, run_id in measure(root, uri).items():
+        path = MlflowClient(uri).download_artifacts(run_id, "per_query.jsonl")
         runs[retriever] = {r["qid"]: r for r in map(json.loads, Path(path).read_text().splitlines())}
-    texts = {json.loads(line)["qid"]: json.loads(line)["text"] for line in (root / "golden/queries.jsonl").open()}
-    return runs, truth, texts
+    return runs, truth, queries(root)
 
 
 def test_the_true_difference_lies_inside_the_bounds_on_every_query(measured):

@@ -29,7 +29,7 @@ import numpy as np
 
 from cortex_exp import findings as found
 from cortex_exp.compare import holes as hole_view
-from cortex_exp.compare import stats
+from cortex_exp.compare import ppi, stats
 from cortex_exp.compare.judged import condensed_fields, judged_view
 from cortex_exp.compare.options import CompareOptions
 from cortex_exp.compare.pairing import (
@@ -41,7 +41,7 @@ from cortex_exp.compare.pairing import (
     status_warnings,
     warning,
 )
-from cortex_exp.compare.results import MetricComparison, PairResult, View
+from cortex_exp.compare.results import Estimate, MetricComparison, PairResult, View
 from cortex_exp.errors import InputError
 from cortex_exp.findings import Finding
 from cortex_exp.metrics import higher_is_better
@@ -230,7 +230,15 @@ def analyse_pair(base, rows_base: dict, p: Paired, comparison: Comparison) -> Pa
     if options.holes != hole_view.DEFAULT_MODE:
         hole_view.require_hole_data(base, b, rows_base, p.rows, p.qids, f"--holes {options.holes}")
     with_holes = hole_view.have_hole_data(rows_base, p.rows, p.qids)
-    metrics, diffs = analyse_all(sample, names, names, options, with_holes)
+    audit = None
+    if options.holes == "ppi":
+        if options.audit is None:
+            raise InputError(
+                f"--holes ppi: no audit given (--audit GOLDEN_CHILD); draw one: {ppi.audit_command(base, b)}, "
+                "judge the sheet, add it with golden add-judgments, then --audit the child set"
+            )
+        audit = ppi.load_audit(options.audit, base, b)
+    metrics, diffs = analyse_all(sample, names, names, options, with_holes, audit)
     findings += holes_decide(base, b, metrics)
     condensed = None
     if options.condensed:
@@ -286,13 +294,21 @@ class Sample:
     level: float
 
 
-def analyse_all(sample: Sample, names: list[str], fields: list[str], options: CompareOptions, with_holes: bool):
+def analyse_all(
+    sample: Sample,
+    names: list[str],
+    fields: list[str],
+    options: CompareOptions,
+    with_holes: bool,
+    audit: ppi.AuditData | None = None,
+):
     """Each metric `names[i]`, read from the per-query field `fields[i]` (the metric itself, or
     its condensed view), analysed at the sample's level — with its hole mass and bounds when
-    `with_holes`; the results and differences by name."""
+    `with_holes`, and its prediction-powered estimate from `audit` (`--holes ppi`: the metrics
+    it covers); the results and differences by name."""
     metrics, diffs = {}, {}
     resamples = stats.INTERVALS[sample.ci][1]
-    draws = len(names) * stats.N_BOOT * (3 if with_holes else 1)
+    draws = len(names) * stats.N_BOOT * (1 + 2 * with_holes + (audit is not None))
     with bar(draws, "bootstrap", "resample", enabled=resamples) as resampled:
         for name, key in zip(names, fields, strict=True):
             va = [float(sample.rows_a[q][key]) for q in sample.qids]
@@ -307,14 +323,19 @@ def analyse_all(sample: Sample, names: list[str], fields: list[str], options: Co
                 effect=options.effects.of(name),
                 min_effect=options.margin,
             )
-            mass = bounds = None
+            mass = bounds = estimate = None
+            margin = figures.margin.value if figures.margin is not None else None
             if with_holes:
                 s = hole_view.series(name, sample.rows_a, sample.rows_b, sample.qids)
-                margin = figures.margin.value if figures.margin is not None else None
                 mass, bounds = s.mass(), hole_view.bounds(s, sample.ci, draw, figures.higher_is_better, margin)
-            verdict = figures.verdict()
+            if audit is not None and ppi.covers(name):
+                est = ppi.estimate(
+                    ppi.parts(ppi.table(name, sample.rows_a, sample.rows_b, sample.qids), audit), sample.ci, draw
+                )
+                verdict = stats.bounded_verdict(est.interval, est.interval, figures.higher_is_better, margin)
+                estimate = Estimate("ppi", est.diff, est.interval, est.audited, verdict, est.lam)
             metrics[name] = MetricComparison(
-                name, figures, figures.interval.p_value, verdict, options.holes, mass, bounds
+                name, figures, figures.interval.p_value, figures.verdict(), options.holes, mass, bounds, estimate
             )
             diffs[name] = d
     return metrics, diffs

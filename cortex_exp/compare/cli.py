@@ -99,7 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--holes",
         choices=HOLE_MODES,
         help="the documents nobody judged: naive (they count as misses; the default), bounds (the verdict "
-        "holds whatever they are, else `holes`); docs/unjudged.md",
+        "holds whatever they are, else `holes`), ppi (estimated from a random audit: --audit); docs/unjudged.md",
+    )
+    p.add_argument(
+        "--audit",
+        type=Path,
+        metavar="GOLDEN_CHILD",
+        help="--holes ppi: the golden set holding the audit of these runs (golden audit, then golden add-judgments)",
     )
     p.add_argument("--plan", metavar="PLAN_ID", help="decide each candidate from this plan (plan create)")
     p.add_argument(

@@ -28,7 +28,7 @@ from cortex_exp.compare import stats
 from cortex_exp.errors import InputError
 from cortex_exp.metrics.holes import Holes, Side, has_hole_data
 
-MODES = ("naive", "bounds")
+MODES = ("naive", "bounds", "ppi")
 DEFAULT_MODE = "naive"
 
 

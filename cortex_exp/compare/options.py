@@ -32,7 +32,8 @@ class CompareOptions:
     `condensed`, `effect` (`--effect` as typed, `[METRIC=]SIZE`; `effects` is it parsed),
     `min_effect` (`--min-effect SIZE`: the verdict `equivalent` inside ±SIZE; `margin` is it
     parsed), `holes` (`--holes naive|bounds|ppi`: which verdict the documents nobody judged
-    leave, docs/unjudged.md). Deciding: `plan` (`--plan PLAN_ID`), `max_decisions` (`gates.max_decisions`).
+    leave, docs/unjudged.md), `audit` (`--audit GOLDEN_CHILD`: the audit `--holes ppi` reads).
+    Deciding: `plan` (`--plan PLAN_ID`), `max_decisions` (`gates.max_decisions`).
     Where the runs are and what is kept: `tracking_uri` (None: $MLFLOW_TRACKING_URI, else
     sqlite:///mlflow.db), `experiment` (where run names are looked up), `no_log` (no comparison
     run in MLflow), `out` (also keep report.md and the plot there), `runs_from` (the candidates:
@@ -50,6 +51,7 @@ class CompareOptions:
     effect: tuple[str, ...] = ()
     min_effect: str | None = None
     holes: str = DEFAULT_MODE
+    audit: Path | None = None
     plan: str | None = None
     max_decisions: int = GateSettings().max_decisions
     tracking_uri: str | None = None
@@ -72,6 +74,10 @@ class CompareOptions:
             raise InputError(f"compare --ci {self.ci!r}: expected one of {', '.join(CI_KINDS)}")
         if self.holes not in MODES:
             raise InputError(f"compare --holes {self.holes!r}: expected one of {', '.join(MODES)}")
+        if self.audit is not None:
+            object.__setattr__(self, "audit", Path(self.audit))
+            if self.holes != "ppi":
+                raise InputError(f"compare --audit {self.audit}: an audit is read by --holes ppi only")
         if self.bootstrap_kind not in BOOTSTRAP_KINDS:
             raise InputError(
                 f"compare --bootstrap-kind {self.bootstrap_kind!r}: expected one of {', '.join(BOOTSTRAP_KINDS)}"

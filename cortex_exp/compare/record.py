@@ -64,6 +64,10 @@ def metric_values(view: View, prefix: str = "") -> dict[str, float]:
         if r.holes is not None:
             values.update({f"holes_{k}_{m}": v for k, v in r.holes.as_dict().items()})
             values.update({f"bounds_{k}_{m}": v for k, v in r.bounds.as_dict().items() if k != "verdict"})
+        if r.estimate is not None:
+            values.update(
+                {f"ppi_{k}_{m}": v for k, v in r.estimate.as_dict().items() if k not in ("method", "verdict")}
+            )
     return values
 
 
@@ -102,6 +106,7 @@ def _record(comparison: Comparison) -> tuple[str, dict, dict, dict]:
         tags[tracking.NOTE] = comparison_note(base, b, result, p.judged)
         params = {"ci": result.ci, "seed": result.seed, "holm": opts.holm, "effect": list(opts.effect) or None}
         params["holes"] = opts.holes
+        params["audit"] = str(opts.audit) if opts.audit else None
         params.update(shared_queries=opts.shared_queries, bootstrap_kind=opts.bootstrap_kind)
         params.update(condensed=opts.condensed, max_judged_drop=opts.max_judged_drop)
         params.update({**verdicts, "run_a": base.run_id, "run_b": b.run_id})

@@ -88,22 +88,57 @@ def hole_rows(view: View) -> list[tuple[str, ...]]:
     return rows
 
 
+ESTIMATE_COLUMNS = ("metric", "naive diff", "estimate", "95% CI", "audited", "λ", "verdict")
+ESTIMATE_INTRO = (
+    "Estimated (--holes ppi): the judge's predictions for every document nobody judged, corrected by a "
+    "random audit of them (prediction-powered inference); valid whatever the judge, narrower with a good one."
+)
+
+
+def estimate_rows(view: View) -> list[tuple[str, ...]]:
+    rows = []
+    for name, m in view.metrics.items():
+        if m.estimate is None:
+            continue
+        e = m.estimate
+        rows.append(
+            (
+                name,
+                f"{m.figures.diff:+.4f}",
+                f"{e.diff:+.4f}",
+                f"[{e.interval.low:+.4f}, {e.interval.high:+.4f}]",
+                str(e.audited),
+                f"{e.lam:.2f}",
+                e.verdict,
+            )
+        )
+    return rows
+
+
+def estimate_lines(result: PairResult) -> list[str]:
+    rows = estimate_rows(result.metrics)
+    if not rows:
+        return []
+    shown = table(ESTIMATE_COLUMNS, rows, left=(ESTIMATE_COLUMNS.index("verdict"),))
+    note = "mrr: its bounds only (a first hit is not a sum over documents)" if "mrr" in result.metrics.metrics else ""
+    return ["", *_wrap([ESTIMATE_INTRO]), shown, *_wrap([note] if note else [])]
+
+
+NO_HOLE_DATA = (
+    "holes: not in both runs' per_query.jsonl (runs made before hole data was logged; run them again to "
+    "see what the documents nobody judged could change)"
+)
+
+
 def holes_lines(result: PairResult) -> list[str]:
     """The holes table, the mode in force, and what judging would settle (`holes` verdicts)."""
     rows = hole_rows(result.metrics)
     if not rows:
-        return [
-            "",
-            *_wrap(
-                [
-                    "holes: not in both runs' per_query.jsonl (runs made before hole data was logged; "
-                    "run them again to see what the documents nobody judged could change)"
-                ]
-            ),
-        ]
+        return ["", *_wrap([NO_HOLE_DATA])]
     shown = {
         "naive": "verdicts above: naive (every document nobody judged a miss); --holes bounds shows the bounded ones",
         "bounds": "verdicts above: under --holes bounds (the table below)",
+        "ppi": "verdicts above: under --holes ppi (the estimate below; mrr its bounds)",
     }
     out = ["", *_wrap([HOLES_INTRO]), table(HOLE_COLUMNS, rows, left=(HOLE_COLUMNS.index("verdict"),))]
     open_ = [m for m in result.metrics.metrics.values() if m.bounds is not None and m.bounds.verdict == "holes"]
@@ -115,7 +150,7 @@ def holes_lines(result: PairResult) -> list[str]:
             + f" settles it: python -m cortex_exp.golden review {result.run_a} {result.run_b} --metric METRIC "
             "--out review.csv"
         )
-    return out + _wrap([n for n in notes if n])
+    return out + _wrap([n for n in notes if n]) + estimate_lines(result)
 
 
 def on_scale(size: float, scale: str, given: bool = False) -> str:
@@ -255,6 +290,9 @@ def markdown_report(
     if hole_rows(result.metrics):
         out += ["", "## Documents nobody judged", "", HOLES_INTRO, ""]
         out += [*_pipe_table(HOLE_COLUMNS, hole_rows(result.metrics))]
+    if estimate_rows(result.metrics):
+        out += ["", "## Estimated from an audit", "", ESTIMATE_INTRO, ""]
+        out += [*_pipe_table(ESTIMATE_COLUMNS, estimate_rows(result.metrics))]
     if result.condensed is not None:
         out += ["", "## Condensed view", "", CONDENSED_INTRO, ""]
         out += [*_pipe_table(COLUMNS, metric_rows(result.condensed))]

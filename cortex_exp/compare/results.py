@@ -27,6 +27,7 @@ class Estimate:
     interval: stats.Interval
     audited: int
     verdict: str
+    lam: float  # PPI++'s power tuning: 1 is plain PPI, 0 the audit alone
 
     def as_dict(self) -> dict:
         return {
@@ -36,6 +37,7 @@ class Estimate:
             "ci_high": self.interval.high,
             "audited": self.audited,
             "verdict": self.verdict,
+            "lambda": self.lam,
         }
 
 
@@ -57,10 +59,10 @@ class MetricComparison:
     @property
     def verdict(self) -> str:
         """The verdict of the mode in force (`--holes`)."""
-        if self.mode == "bounds" and self.bounds is not None:
-            return self.bounds.verdict
         if self.mode == "ppi" and self.estimate is not None:
             return self.estimate.verdict
+        if self.mode in ("bounds", "ppi") and self.bounds is not None:  # ppi: mrr shows its bounds only
+            return self.bounds.verdict
         return self.naive_verdict
 
     @property

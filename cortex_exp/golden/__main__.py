@@ -138,6 +138,10 @@ def run_add_judgments(args) -> None:
     new, old, read = add_judgments(args.dir, args.file, args.out)
     print(summary(new))
     c = new.manifest["counts"]
+    if "audit" in read:
+        print(f"  added {read['added']} audit judgments (audit {read['audit']}, each with its inclusion probability)")
+        print(f"  golden_id {old.golden_id} -> {new.golden_id}")
+        return
     print(
         f"  added {read['added']} manual judgments ({read['empty']} lines not filled in, {read['alike']} already "
         f"judged alike); manual in the set: positives {c['manual_positives']}, noise {c['manual_noise']}"
