@@ -39,7 +39,8 @@ def test_a_run_row_carries_both_views_and_the_condensed_one_reads_below_top():
     # condensed: [p, n] -> recall 1 at every K, noise 1/5 and 1/24, p first
     assert row["condensed_recall_at_5"] == row["condensed_recall_at_24"] == 1.0
     assert row["condensed_noise_at_5"] == 1 / 5 and row["condensed_mrr"] == 1.0 and row["condensed_ndcg_at_10"] == 1.0
-    assert set(row) == {"qid", "project", "top", *logged_names([5, 24])}
+    assert set(row) == {"qid", "project", "top", "unjudged", "n_positives", *logged_names([5, 24])}
+    assert row["unjudged"] == list(range(1, 25)) and row["n_positives"] == 1  # the hole data: every rank of top
 
 
 def test_listing_order_keeps_the_normal_view_first():

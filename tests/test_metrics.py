@@ -165,7 +165,7 @@ def test_the_effect_compare_sizes_for_by_default_is_the_registrys(monkeypatch):
     assert Effects().of("recall_at_24") == Effect(0.05, "relative") == Effects().of("a_metric_of_no_family")
     noise = next(f for f in metrics.FAMILIES if f.name == "noise")
     sd_noise = dataclasses.replace(noise, effect=(0.2, "sd"))
-    monkeypatch.setattr(metrics, "family_of", lambda name: sd_noise if name.startswith("noise_at_") else None)
+    monkeypatch.setattr(metrics.registry, "family_of", lambda name: sd_noise if name.startswith("noise_at_") else None)
     assert Effects().of("noise_at_5") == Effect(0.2, "sd") and Effects().of("mrr") == Effect(0.05, "relative")
     assert Effects.parse(["0.02"]).of("noise_at_5") == Effect(0.02, "absolute")
     assert Effects.parse(["noise_at_5=3%"]).of("noise_at_5") == Effect(0.03, "relative")

@@ -14,16 +14,22 @@ corrected the same way.
 
 What must be said before any number is a list of findings per candidate (`compare.pairing`):
 the JSON's `warnings` are their messages and `decides` is `findings.decides` of them.
+
+The documents nobody judged (`compare.holes`): when both runs logged hole data, every metric
+carries its hole mass and its assumption-free bounds beside the naive figures, whatever
+`--holes` says; `--holes` picks which verdict is shown, and a naive verdict that the bounds
+contradict is said (`WARNING: HOLES DECIDE <metric>`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from cortex_exp import findings as found
-from cortex_exp.compare import stats
+from cortex_exp.compare import holes as hole_view
+from cortex_exp.compare import ppi, stats
 from cortex_exp.compare.judged import condensed_fields, judged_view
 from cortex_exp.compare.options import CompareOptions
 from cortex_exp.compare.pairing import (
@@ -33,7 +39,9 @@ from cortex_exp.compare.pairing import (
     index_rows,
     pair_queries,
     status_warnings,
+    warning,
 )
+from cortex_exp.compare.results import Estimate, MetricComparison, PairResult, View
 from cortex_exp.errors import InputError
 from cortex_exp.findings import Finding
 from cortex_exp.metrics import higher_is_better
@@ -46,20 +54,26 @@ VIEWS = ("metrics", "condensed")  # the normal view, and with --condensed the co
 
 @dataclass
 class Pair:
-    """The baseline against one candidate: the docs/interface.md §7 object (with `--condensed`,
-    its `condensed` view too), the per-query differences of each metric, the judged share, the
-    findings behind `warnings` and `decides`, and each view's p before any correction."""
+    """The baseline against one candidate: what was found (`outcome`, a `PairResult`), the
+    per-query differences of each metric, the judged share, the findings behind `warnings` and
+    `decides`, and each view's p before any correction. `result` is the docs/interface.md §7
+    object — `outcome.to_json()`, made once the p-values are final (`finish`) — to which a plan's
+    decision is added."""
 
     candidate: object
-    result: dict
+    outcome: PairResult
     diffs: dict[str, np.ndarray]
     findings: list[Finding]
     judged: dict | None = None
     raw_p: dict[str, dict[str, float]] = field(default_factory=dict)  # view -> metric -> p
+    result: dict = field(default_factory=dict)
 
     @property
     def decides(self) -> bool:
-        return self.result["decides"]
+        return self.outcome.decides
+
+    def finish(self) -> None:
+        self.result = self.outcome.to_json()
 
 
 @dataclass
@@ -160,6 +174,8 @@ def compare(base, candidates: list, options: CompareOptions, form: str | None = 
     if comparison.corrected:
         for view in VIEWS if options.condensed else VIEWS[:1]:
             adjust(comparison.pairs, view)
+    for p in comparison.pairs:
+        p.finish()
     return comparison
 
 
@@ -211,24 +227,59 @@ def analyse_pair(base, rows_base: dict, p: Paired, comparison: Comparison) -> Pa
         ci = "cluster" if groups is not None else "bootstrap"
     sample = Sample(rows_base, p.rows, p.qids, ci, groups, comparison.level)
     names = comparison.names
-    metrics, diffs = analyse_all(sample, names, names, options)
-    result = {
-        "run_a": base.run_id,
-        "run_b": b.run_id,
-        "n_queries": len(p.qids),
-        "decides": found.decides(findings),
-        "warnings": [f.message for f in findings],
-        "ci": ci,
-        "seed": None if ci == "t" else options.seed,
-        "metrics": metrics_json(metrics),
-    }
-    raw_p = {"metrics": {n: m.interval.p_value for n, m in metrics.items()}}
+    if options.holes != hole_view.DEFAULT_MODE:
+        hole_view.require_hole_data(base, b, rows_base, p.rows, p.qids, f"--holes {options.holes}")
+    with_holes = hole_view.have_hole_data(rows_base, p.rows, p.qids)
+    audit = None
+    if options.holes == "ppi":
+        if options.audit is None:
+            raise InputError(
+                f"--holes ppi: no audit given (--audit GOLDEN_CHILD); draw one: {ppi.audit_command(base, b)}, "
+                "judge the sheet, add it with golden add-judgments, then --audit the child set"
+            )
+        audit = ppi.load_audit(options.audit, base, b)
+    metrics, diffs = analyse_all(sample, names, names, options, with_holes, audit)
+    findings += holes_decide(base, b, metrics)
+    condensed = None
     if options.condensed:
         fields = condensed_fields(base, b, rows_base, p.rows, p.qids, names)
-        condensed, _ = analyse_all(sample, names, fields, options)
-        result["condensed"] = {"judged": judged, "metrics": metrics_json(condensed)}
-        raw_p["condensed"] = {n: m.interval.p_value for n, m in condensed.items()}
-    return Pair(b, result, diffs, findings, judged, raw_p)
+        condensed_metrics, _ = analyse_all(sample, names, fields, options, False)
+        condensed = View(condensed_metrics, judged)
+    outcome = PairResult(
+        run_a=base.run_id,
+        run_b=b.run_id,
+        n_queries=len(p.qids),
+        decides=found.decides(findings),
+        warnings=tuple(f.message for f in findings),
+        ci=ci,
+        seed=None if ci == "t" else options.seed,
+        holes=options.holes,
+        metrics=View(metrics, judged),
+        condensed=condensed,
+    )
+    raw_p = {"metrics": {n: m.p_value for n, m in metrics.items()}}
+    if condensed is not None:
+        raw_p["condensed"] = {n: m.p_value for n, m in condensed.metrics.items()}
+    return Pair(b, outcome, diffs, findings, judged, raw_p)
+
+
+def holes_decide(a, b, metrics: dict[str, MetricComparison]) -> list[Finding]:
+    """`WARNING: HOLES DECIDE <metric>` for each naive verdict the bounds contradict (shown under
+    `--holes naive`; it does not, by itself, stop a decision: it says the verdict shown may be
+    wrong, and how to find out)."""
+    out = []
+    for name, m in metrics.items():
+        if m.mode != "naive" or not m.contradicted:
+            continue
+        message = (
+            f"WARNING: HOLES DECIDE {name}: the naive verdict '{m.naive_verdict}' counts every document nobody "
+            f"judged as a miss; whatever those documents are, the difference lies in [{m.bounds.ci_low:+.4f}, "
+            f"{m.bounds.ci_high:+.4f}] ({m.bounds.verdict} under --holes bounds). {m.holes.differing} unjudged "
+            f"documents weigh differently in the two runs; judging them collapses the bounds: python -m "
+            f"cortex_exp.golden review {a.run_id} {b.run_id} --metric {name} --out review.csv"
+        )
+        out.append(warning("holes_decide", message, blocks=False, metric=name, differing=m.holes.differing))
+    return out
 
 
 @dataclass(frozen=True)
@@ -243,18 +294,28 @@ class Sample:
     level: float
 
 
-def analyse_all(sample: Sample, names: list[str], fields: list[str], options: CompareOptions):
+def analyse_all(
+    sample: Sample,
+    names: list[str],
+    fields: list[str],
+    options: CompareOptions,
+    with_holes: bool,
+    audit: ppi.AuditData | None = None,
+):
     """Each metric `names[i]`, read from the per-query field `fields[i]` (the metric itself, or
-    its condensed view), analysed at the sample's level; the results and differences by name."""
+    its condensed view), analysed at the sample's level — with its hole mass and bounds when
+    `with_holes`, and its prediction-powered estimate from `audit` (`--holes ppi`: the metrics
+    it covers); the results and differences by name."""
     metrics, diffs = {}, {}
     resamples = stats.INTERVALS[sample.ci][1]
-    with bar(len(names) * stats.N_BOOT, "bootstrap", "resample", enabled=resamples) as resampled:
+    draws = len(names) * stats.N_BOOT * (1 + 2 * with_holes + (audit is not None))
+    with bar(draws, "bootstrap", "resample", enabled=resamples) as resampled:
         for name, key in zip(names, fields, strict=True):
             va = [float(sample.rows_a[q][key]) for q in sample.qids]
             vb = [float(sample.rows_b[q][key]) for q in sample.qids]
             d = stats.paired_differences(va, vb)
             draw = stats.Draw(sample.groups, options.seed, options.bootstrap_kind, sample.level, resampled.update)
-            metrics[name] = stats.analyse(
+            figures = stats.analyse(
                 va,
                 vb,
                 higher_is_better=higher_is_better(name),
@@ -262,44 +323,34 @@ def analyse_all(sample: Sample, names: list[str], fields: list[str], options: Co
                 effect=options.effects.of(name),
                 min_effect=options.margin,
             )
+            mass = bounds = estimate = None
+            margin = figures.margin.value if figures.margin is not None else None
+            if with_holes:
+                s = hole_view.series(name, sample.rows_a, sample.rows_b, sample.qids)
+                mass, bounds = s.mass(), hole_view.bounds(s, sample.ci, draw, figures.higher_is_better, margin)
+            if audit is not None and ppi.covers(name):
+                est = ppi.estimate(
+                    ppi.parts(ppi.table(name, sample.rows_a, sample.rows_b, sample.qids), audit), sample.ci, draw
+                )
+                verdict = stats.bounded_verdict(est.interval, est.interval, figures.higher_is_better, margin)
+                estimate = Estimate("ppi", est.diff, est.interval, est.audited, verdict, est.lam)
+            metrics[name] = MetricComparison(
+                name, figures, figures.interval.p_value, figures.verdict(), options.holes, mass, bounds, estimate
+            )
             diffs[name] = d
     return metrics, diffs
 
 
-def metrics_json(metrics: dict[str, stats.MetricResult]) -> dict:
-    """The §7 object of each metric, p as drawn (`adjust` corrects it)."""
-    out = {}
-    for name, m in metrics.items():
-        iv = m.interval
-        out[name] = {
-            "mean_a": m.mean_a,
-            "mean_b": m.mean_b,
-            "diff": m.diff,
-            "ci_low": iv.low,
-            "ci_high": iv.high,
-            "half_width": iv.half_width,
-            "p_value": iv.p_value,
-            "wins": m.wins,
-            "ties": m.ties,
-            "losses": m.losses,
-            "queries_needed": m.queries_needed,
-            "higher_is_better": m.higher_is_better,
-            "verdict": m.verdict(),
-            "effect": m.effect.as_dict(),
-            "detectable": {"size": m.effect.on_scale(m.detectable), "value": m.detectable},
-        }
-        if m.margin is not None:  # --min-effect: what `equivalent` was judged against
-            out[name]["min_effect"] = m.margin.as_dict()
-    return out
-
-
-def _view(p: Pair, view: str) -> dict:
-    return p.result["metrics"] if view == "metrics" else p.result["condensed"]["metrics"]
-
-
 def adjust(pairs: list[Pair], view: str) -> None:
-    """Holm across every (candidate, metric) test of one view; each result's p_value replaced."""
+    """Holm across every (candidate, metric) test of one view; each metric's p replaced."""
     keys = [(i, name) for i, p in enumerate(pairs) for name in p.raw_p[view]]
     adjusted = stats.holm([pairs[i].raw_p[view][name] for i, name in keys])
+    by_pair: dict[int, dict[str, float]] = {}
     for (i, name), p_adj in zip(keys, adjusted, strict=True):
-        _view(pairs[i], view)[name]["p_value"] = p_adj
+        by_pair.setdefault(i, {})[name] = p_adj
+    for i, p_values in by_pair.items():
+        outcome = pairs[i].outcome
+        if view == "metrics":
+            pairs[i].outcome = replace(outcome, metrics=outcome.metrics.with_p(p_values))
+        else:
+            pairs[i].outcome = replace(outcome, condensed=outcome.condensed.with_p(p_values))

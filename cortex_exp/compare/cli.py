@@ -21,6 +21,7 @@ import textwrap
 from pathlib import Path
 
 from cortex_exp import interrupts
+from cortex_exp.compare.holes import MODES as HOLE_MODES
 from cortex_exp.compare.judged import max_drop
 from cortex_exp.compare.options import BOOTSTRAP_KINDS, CI_KINDS, CompareOptions
 from cortex_exp.errors import InputError, quiet_stdout, run_cli
@@ -105,6 +106,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--min-effect",
         metavar="SIZE",
         help="the verdict `equivalent` for a metric whose interval lies inside ±SIZE (5%%, 0.2sd or 0.02)",
+    )
+    p.add_argument(
+        "--holes",
+        choices=HOLE_MODES,
+        help="the documents nobody judged: naive (they count as misses; the default), bounds (the verdict "
+        "holds whatever they are, else `holes`), ppi (estimated from a random audit: --audit); docs/unjudged.md",
+    )
+    p.add_argument(
+        "--audit",
+        type=Path,
+        metavar="GOLDEN_CHILD",
+        help="--holes ppi: the golden set holding the audit of these runs (golden audit, then golden add-judgments)",
     )
     p.add_argument("--plan", metavar="PLAN_ID", help="decide each candidate from this plan (plan create)")
     p.add_argument(

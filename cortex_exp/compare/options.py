@@ -14,6 +14,7 @@ from pathlib import Path
 
 from cortex_exp.compare import stats
 from cortex_exp.compare.effect import Effect, Effects, parse_effect
+from cortex_exp.compare.holes import DEFAULT_MODE, MODES
 from cortex_exp.compare.judged import DEFAULT_MAX_DROP, max_drop
 from cortex_exp.errors import InputError
 from cortex_exp.settings import GateSettings
@@ -30,7 +31,9 @@ class CompareOptions:
     carry), `ci`, `bootstrap_kind`, `seed`, `holm`, `shared_queries`, `max_judged_drop`,
     `condensed`, `effect` (`--effect` as typed, `[METRIC=]SIZE`; `effects` is it parsed),
     `min_effect` (`--min-effect SIZE`: the verdict `equivalent` inside ±SIZE; `margin` is it
-    parsed). Deciding: `plan` (`--plan PLAN_ID`), `max_decisions` (`gates.max_decisions`).
+    parsed), `holes` (`--holes naive|bounds|ppi`: which verdict the documents nobody judged
+    leave, docs/unjudged.md), `audit` (`--audit GOLDEN_CHILD`: the audit `--holes ppi` reads).
+    Deciding: `plan` (`--plan PLAN_ID`), `max_decisions` (`gates.max_decisions`).
     Where the runs are and what is kept: `tracking_uri` (None: $MLFLOW_TRACKING_URI, else
     sqlite:///mlflow.db), `experiment` (where run names are looked up), `no_log` (no comparison
     run in MLflow), `out` (also keep report.md and the plot there), `runs_from` (the candidates:
@@ -47,6 +50,8 @@ class CompareOptions:
     condensed: bool = False
     effect: tuple[str, ...] = ()
     min_effect: str | None = None
+    holes: str = DEFAULT_MODE
+    audit: Path | None = None
     plan: str | None = None
     max_decisions: int = GateSettings().max_decisions
     tracking_uri: str | None = None
@@ -67,6 +72,12 @@ class CompareOptions:
         object.__setattr__(self, "effect", (self.effect,) if isinstance(self.effect, str) else tuple(self.effect or ()))
         if self.ci not in CI_KINDS:
             raise InputError(f"compare --ci {self.ci!r}: expected one of {', '.join(CI_KINDS)}")
+        if self.holes not in MODES:
+            raise InputError(f"compare --holes {self.holes!r}: expected one of {', '.join(MODES)}")
+        if self.audit is not None:
+            object.__setattr__(self, "audit", Path(self.audit))
+            if self.holes != "ppi":
+                raise InputError(f"compare --audit {self.audit}: an audit is read by --holes ppi only")
         if self.bootstrap_kind not in BOOTSTRAP_KINDS:
             raise InputError(
                 f"compare --bootstrap-kind {self.bootstrap_kind!r}: expected one of {', '.join(BOOTSTRAP_KINDS)}"

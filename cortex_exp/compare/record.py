@@ -22,6 +22,7 @@ from pathlib import Path
 from cortex_exp import tracking
 from cortex_exp.compare.analysis import CORRECTION, Comparison
 from cortex_exp.compare.report import candidate_names, write_report
+from cortex_exp.compare.results import PairResult, View
 from cortex_exp.metrics import CONDENSED
 
 
@@ -29,35 +30,44 @@ def link_to(run) -> str:
     return f"[{run.name or run.run_id[:8]}]({tracking.run_link(run.experiment_id, run.run_id)})"
 
 
-def _verdicts(result: dict) -> str:
+def _verdicts(view: View) -> str:
     return "; ".join(
-        f"{m} **{r['verdict']}** ({r['diff']:+.4f} [{r['ci_low']:+.4f}, {r['ci_high']:+.4f}])"
-        for m, r in result["metrics"].items()
+        f"{m} **{r.verdict}** ({r.figures.diff:+.4f} [{r.figures.interval.low:+.4f}, {r.figures.interval.high:+.4f}])"
+        for m, r in view.metrics.items()
     )
 
 
-def comparison_note(a, b, result: dict, judged: dict | None = None) -> str:
-    decides = "**decides**" if result["decides"] else "does **not** decide"
+def comparison_note(a, b, result: PairResult, judged: dict | None = None) -> str:
+    decides = "**decides**" if result.decides else "does **not** decide"
     lines = [
         f"**Comparison**: {link_to(b)} (B, candidate) against {link_to(a)} (A, baseline) on "
-        f"{result['n_queries']} paired queries, interval `{result['ci']}`: this comparison {decides}.",
-        f"Verdicts (B − A): {_verdicts(result)}.",
+        f"{result.n_queries} paired queries, interval `{result.ci}`, holes `{result.holes}`: this comparison "
+        f"{decides}.",
+        f"Verdicts (B − A): {_verdicts(result.metrics)}.",
     ]
     if judged is not None:
         lines.append(f"Judged@{judged['k']}: A {judged['mean_a']:.4f}, B {judged['mean_b']:.4f}.")
-    if "condensed" in result:
-        lines.append(f"Condensed view (unjudged documents removed): {_verdicts(result['condensed'])}.")
-    lines += [f"Warnings: {' '.join(w.splitlines()[0] for w in result['warnings'])}"] if result["warnings"] else []
+    if result.condensed is not None:
+        lines.append(f"Condensed view (unjudged documents removed): {_verdicts(result.condensed)}.")
+    lines += [f"Warnings: {' '.join(w.splitlines()[0] for w in result.warnings)}"] if result.warnings else []
     return "\n\n".join(lines)
 
 
-def metric_values(metrics: dict, prefix: str = "") -> dict[str, float]:
-    """`diff_<m>`, `ci_low_<m>`, ... of each metric (`<m>` with `prefix`: `condensed_recall_at_5`)."""
+def metric_values(view: View, prefix: str = "") -> dict[str, float]:
+    """`diff_<m>`, `ci_low_<m>`, ... of each metric (`<m>` with `prefix`: `condensed_recall_at_5`),
+    and where the runs logged hole data its mass and bounds (`holes_mass_a_<m>`, `bounds_ci_low_<m>`, ...)."""
     values = {}
-    for name, r in metrics.items():
-        m = prefix + name
-        values.update({f"diff_{m}": r["diff"], f"ci_low_{m}": r["ci_low"], f"ci_high_{m}": r["ci_high"]})
-        values.update({f"p_value_{m}": r["p_value"], f"mean_a_{m}": r["mean_a"], f"mean_b_{m}": r["mean_b"]})
+    for name, r in view.metrics.items():
+        m, f = prefix + name, r.figures
+        values.update({f"diff_{m}": f.diff, f"ci_low_{m}": f.interval.low, f"ci_high_{m}": f.interval.high})
+        values.update({f"p_value_{m}": r.p_value, f"mean_a_{m}": f.mean_a, f"mean_b_{m}": f.mean_b})
+        if r.holes is not None:
+            values.update({f"holes_{k}_{m}": v for k, v in r.holes.as_dict().items()})
+            values.update({f"bounds_{k}_{m}": v for k, v in r.bounds.as_dict().items() if k != "verdict"})
+        if r.estimate is not None:
+            values.update(
+                {f"ppi_{k}_{m}": v for k, v in r.estimate.as_dict().items() if k not in ("method", "verdict")}
+            )
     return values
 
 
@@ -68,19 +78,20 @@ def judged_values(judged: dict | None) -> dict[str, float]:
     return {f"judged_a_at_{judged['k']}": judged["mean_a"], f"judged_b_at_{judged['k']}": judged["mean_b"]}
 
 
-def comparison_values(result: dict, judged: dict | None = None) -> dict[str, float]:
-    values = {"n_queries": result["n_queries"], **metric_values(result["metrics"]), **judged_values(judged)}
-    if "condensed" in result:
-        values.update(metric_values(result["condensed"]["metrics"], CONDENSED))
+def comparison_values(result: PairResult, judged: dict | None = None) -> dict[str, float]:
+    values = {"n_queries": result.n_queries, **metric_values(result.metrics), **judged_values(judged)}
+    if result.condensed is not None:
+        values.update(metric_values(result.condensed, CONDENSED))
     return values
 
 
-def verdict_tags(result: dict, prefix: str = "verdict.") -> dict[str, str]:
+def verdict_tags(result: PairResult, prefix: str = "verdict.") -> dict[str, str]:
     """`verdict.<metric>` of each metric, and `verdict.condensed_<metric>` with `--condensed`
     (`prefix` `verdict.<i>.` for candidate i of many)."""
-    tags = {f"{prefix}{m}": r["verdict"] for m, r in result["metrics"].items()}
-    for m, r in result.get("condensed", {}).get("metrics", {}).items():
-        tags[f"{prefix}{CONDENSED}{m}"] = r["verdict"]
+    tags = {f"{prefix}{m}": r.verdict for m, r in result.metrics.metrics.items()}
+    if result.condensed is not None:
+        for m, r in result.condensed.metrics.items():
+            tags[f"{prefix}{CONDENSED}{m}"] = r.verdict
     return tags
 
 
@@ -89,11 +100,13 @@ def _record(comparison: Comparison) -> tuple[str, dict, dict, dict]:
     base, opts = comparison.base, comparison.options
     if comparison.form == "pair":
         (p,) = comparison.pairs
-        result, b = p.result, p.candidate
+        result, b = p.outcome, p.candidate
         verdicts = verdict_tags(result)
         tags = {"run_b": b.run_id, "run_b_name": b.name, **verdicts}
         tags[tracking.NOTE] = comparison_note(base, b, result, p.judged)
-        params = {"ci": result["ci"], "seed": result["seed"], "holm": opts.holm, "effect": list(opts.effect) or None}
+        params = {"ci": result.ci, "seed": result.seed, "holm": opts.holm, "effect": list(opts.effect) or None}
+        params["holes"] = opts.holes
+        params["audit"] = str(opts.audit) if opts.audit else None
         params.update(shared_queries=opts.shared_queries, bootstrap_kind=opts.bootstrap_kind)
         params.update(condensed=opts.condensed, max_judged_drop=opts.max_judged_drop)
         params.update({**verdicts, "run_a": base.run_id, "run_b": b.run_id})
@@ -102,13 +115,13 @@ def _record(comparison: Comparison) -> tuple[str, dict, dict, dict]:
     n = len(comparison.candidates)
     tags = {"comparison_form": "many", "run_b_name": f"{n} candidates", "candidates": str(n)}
     tags.update(correction=CORRECTION, **candidate_tags(comparison), **{tracking.NOTE: many_note(comparison)})
-    params = {"ci": comparison.pairs[0].result["ci"], "seed": opts.seed, "correction": CORRECTION}
+    params = {"ci": comparison.pairs[0].outcome.ci, "seed": opts.seed, "correction": CORRECTION, "holes": opts.holes}
     params.update(effect=list(opts.effect) or None, shared_queries=opts.shared_queries)
     params.update(bootstrap_kind=opts.bootstrap_kind, runs_from=opts.runs_from, condensed=opts.condensed)
     params.update(max_judged_drop=opts.max_judged_drop, family=comparison.family, run_a=base.run_id)
     values = {"family": comparison.family}
     for i, p in enumerate(comparison.pairs, start=1):
-        values.update({f"c{i}.{k}": v for k, v in comparison_values(p.result, p.judged).items()})
+        values.update({f"c{i}.{k}": v for k, v in comparison_values(p.outcome, p.judged).items()})
     return f"{base.name or base.run_id[:8]} vs {n} candidates", tags, params, values
 
 
@@ -118,7 +131,7 @@ def candidate_tags(comparison: Comparison) -> dict[str, str]:
         c = p.candidate
         tags.update({f"candidate.{i}": c.run_id, f"candidate.{i}.name": c.name})
         tags[f"candidate.{i}.decides"] = str(p.decides).lower()
-        tags.update(verdict_tags(p.result, f"verdict.{i}."))
+        tags.update(verdict_tags(p.outcome, f"verdict.{i}."))
     return tags
 
 
@@ -128,7 +141,7 @@ def many_note(comparison: Comparison) -> str:
         f"baseline), Holm-corrected across {comparison.family} tests, intervals simultaneous at {comparison.level:.4f}."
     ]
     for name, p in zip(candidate_names(comparison), comparison.pairs):
-        verdicts = ", ".join(f"{m} {r['verdict']} ({r['diff']:+.4f})" for m, r in p.result["metrics"].items())
+        verdicts = ", ".join(f"{m} {r.verdict} ({r.figures.diff:+.4f})" for m, r in p.outcome.metrics.metrics.items())
         decides = "decides" if p.decides else "reference only"
         lines.append(f"- {link_to(p.candidate)} ({name}): {decides}; {verdicts}.")
     return "\n\n".join(lines)
@@ -144,7 +157,7 @@ def log_comparison(uri: str, comparison: Comparison, files: list[Path]) -> str:
         "run_a": base.run_id,
         "run_a_name": base.name,
         "comparison_decides": str(comparison.decides).lower(),
-        "ci": comparison.pairs[0].result["ci"],
+        "ci": comparison.pairs[0].outcome.ci,
         **own_tags,
     }
     decided = comparison.decided

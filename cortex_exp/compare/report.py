@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from cortex_exp.compare.analysis import Comparison
+from cortex_exp.compare.results import MetricComparison, PairResult, View
 from cortex_exp.tables import WIDTH, table
 
 COLUMNS = ("metric", "mean A", "mean B", "diff", "95% CI", "p", "W/T/L", "verdict")
@@ -38,22 +39,118 @@ CONDENSED_INTRO = (
 )
 
 
-def metric_rows(result: dict) -> list[tuple[str, ...]]:
+def metric_rows(view: View) -> list[tuple[str, ...]]:
     rows = []
-    for name, m in result["metrics"].items():
+    for name, m in view.metrics.items():
+        f, iv = m.figures, m.figures.interval
         rows.append(
             (
                 name,
-                f"{m['mean_a']:.4f}",
-                f"{m['mean_b']:.4f}",
-                f"{m['diff']:+.4f}",
-                f"[{m['ci_low']:+.4f}, {m['ci_high']:+.4f}]",
-                _fmt_p(m["p_value"]),
-                f"{m['wins']}/{m['ties']}/{m['losses']}",
-                m["verdict"],
+                f"{f.mean_a:.4f}",
+                f"{f.mean_b:.4f}",
+                f"{f.diff:+.4f}",
+                f"[{iv.low:+.4f}, {iv.high:+.4f}]",
+                _fmt_p(m.p_value),
+                f"{f.wins}/{f.ties}/{f.losses}",
+                m.verdict,
             )
         )
     return rows
+
+
+HOLE_COLUMNS = ("metric", "mass A", "mass B", "share", "diff bounds", "95% CI of bounds", "verdict")
+HOLES_INTRO = (
+    "Documents nobody judged (docs/unjudged.md): mass = a run's highest minus its lowest possible value "
+    "(mean over queries); share = the holes' part of the weight that differs between the runs; the "
+    "difference lies in the bounds whatever those documents are."
+)
+
+
+def hole_rows(view: View) -> list[tuple[str, ...]]:
+    """Per metric: each run's hole mass, the share, the bounds and their interval, the verdict
+    under bounds."""
+    rows = []
+    for name, m in view.metrics.items():
+        if m.holes is None:
+            continue
+        h, b = m.holes, m.bounds
+        rows.append(
+            (
+                name,
+                f"{h.mass_a:.4f}",
+                f"{h.mass_b:.4f}",
+                f"{h.share:.2f}",
+                f"[{b.diff_low:+.4f}, {b.diff_high:+.4f}]",
+                f"[{b.ci_low:+.4f}, {b.ci_high:+.4f}]",
+                b.verdict,
+            )
+        )
+    return rows
+
+
+ESTIMATE_COLUMNS = ("metric", "naive diff", "estimate", "95% CI", "audited", "λ", "verdict")
+ESTIMATE_INTRO = (
+    "Estimated (--holes ppi): the judge's predictions for every document nobody judged, corrected by a "
+    "random audit of them (prediction-powered inference); valid whatever the judge, narrower with a good one."
+)
+
+
+def estimate_rows(view: View) -> list[tuple[str, ...]]:
+    rows = []
+    for name, m in view.metrics.items():
+        if m.estimate is None:
+            continue
+        e = m.estimate
+        rows.append(
+            (
+                name,
+                f"{m.figures.diff:+.4f}",
+                f"{e.diff:+.4f}",
+                f"[{e.interval.low:+.4f}, {e.interval.high:+.4f}]",
+                str(e.audited),
+                f"{e.lam:.2f}",
+                e.verdict,
+            )
+        )
+    return rows
+
+
+def estimate_lines(result: PairResult) -> list[str]:
+    rows = estimate_rows(result.metrics)
+    if not rows:
+        return []
+    shown = table(ESTIMATE_COLUMNS, rows, left=(ESTIMATE_COLUMNS.index("verdict"),))
+    note = "mrr: its bounds only (a first hit is not a sum over documents)" if "mrr" in result.metrics.metrics else ""
+    return ["", *_wrap([ESTIMATE_INTRO]), shown, *_wrap([note] if note else [])]
+
+
+NO_HOLE_DATA = (
+    "holes: not in both runs' per_query.jsonl (runs made before hole data was logged; run them again to "
+    "see what the documents nobody judged could change)"
+)
+
+
+def holes_lines(result: PairResult) -> list[str]:
+    """The holes table, the mode in force, and what judging would settle (`holes` verdicts)."""
+    rows = hole_rows(result.metrics)
+    if not rows:
+        return ["", *_wrap([NO_HOLE_DATA])]
+    shown = {
+        "naive": "verdicts above: naive (every document nobody judged a miss); --holes bounds shows the bounded ones",
+        "bounds": "verdicts above: under --holes bounds (the table below)",
+        "ppi": "verdicts above: under --holes ppi (the estimate below; mrr its bounds)",
+    }
+    out = ["", *_wrap([HOLES_INTRO]), table(HOLE_COLUMNS, rows, left=(HOLE_COLUMNS.index("verdict"),))]
+    open_ = [m for m in result.metrics.metrics.values() if m.bounds is not None and m.bounds.verdict == "holes"]
+    notes = [shown.get(result.holes, "")]
+    if open_:
+        notes.append(
+            "holes: some filling of the unjudged documents would show a difference; judging the "
+            + ", ".join(f"{m.holes.differing} of {m.name}" for m in open_)
+            + f" settles it: python -m cortex_exp.golden review {result.run_a} {result.run_b} --metric METRIC "
+            "--out review.csv"
+        )
+    return out + _wrap([n for n in notes if n]) + estimate_lines(result)
 
 
 def on_scale(size: float, scale: str, given: bool = False) -> str:
@@ -65,30 +162,31 @@ def on_scale(size: float, scale: str, given: bool = False) -> str:
     return text + ("sd" if scale == "sd" else "")
 
 
-def power_rows(result: dict) -> list[tuple[str, ...]]:
+def power_rows(view: View) -> list[tuple[str, ...]]:
     """What the sample can see, per metric: the interval's half-width, the smallest difference
     detected with 80% power, the effect asked about and the queries it needs — the last two on
     the metric's own scale (docs/interface.md §7)."""
     rows = []
-    for name, m in result["metrics"].items():
-        effect, detectable = m["effect"], m["detectable"]
-        shown = on_scale(detectable["size"], effect["scale"])
+    for name, m in view.metrics.items():
+        f = m.figures
+        effect, scale = f.effect, f.effect.scale
+        shown = on_scale(effect.on_scale(f.detectable), scale)
         rows.append(
             (
                 name,
-                f"{m['half_width']:.4f}",
-                f"{detectable['value']:.4f}" + ("" if effect["scale"] == "absolute" else f" = {shown}"),
-                on_scale(effect["size"], effect["scale"], given=True)
-                + ("" if effect["scale"] == "absolute" else f" = {effect['value']:.4f}"),
-                f"{m['queries_needed']:,}",
+                f"{f.interval.half_width:.4f}",
+                f"{f.detectable:.4f}" + ("" if scale == "absolute" else f" = {shown}"),
+                on_scale(effect.size, scale, given=True) + ("" if scale == "absolute" else f" = {effect.value:.4f}"),
+                f"{f.queries_needed:,}",
             )
         )
     return rows
 
 
-def _notes(result: dict) -> list[str]:
-    lower = [name for name, m in result["metrics"].items() if not m["higher_is_better"]]
-    scales = {m["effect"]["scale"] for m in result["metrics"].values()}
+def _notes(result: PairResult) -> list[str]:
+    metrics = result.metrics.metrics
+    lower = [name for name, m in metrics.items() if not m.figures.higher_is_better]
+    scales = {m.figures.effect.scale for m in metrics.values()}
     notes = [f"lower is better: {', '.join(lower)} (W/T/L and verdicts follow it)"] if lower else []
     what = {
         "relative": "% = a share of the baseline's mean (the candidate's where that is 0)",
@@ -98,19 +196,19 @@ def _notes(result: dict) -> list[str]:
     return notes
 
 
-def _power_intro(result: dict) -> str:
-    return f"What {result['n_queries']} paired queries can see (paired t test, two-sided 5%):"
+def _power_intro(result: PairResult) -> str:
+    return f"What {result.n_queries} paired queries can see (paired t test, two-sided 5%):"
 
 
-def _header(result: dict, labels: dict[str, str]) -> list[str]:
-    seed = "-" if result["seed"] is None else str(result["seed"])
+def _header(result: PairResult, labels: dict[str, str]) -> list[str]:
+    seed = "-" if result.seed is None else str(result.seed)
     lines = [
-        f"A (baseline):  {labels.get('a', result['run_a'])}",
-        f"B (candidate): {labels.get('b', result['run_b'])}",
-        f"paired queries: {result['n_queries']}   interval: {result['ci']}   seed: {seed}",
+        f"A (baseline):  {labels.get('a', result.run_a)}",
+        f"B (candidate): {labels.get('b', result.run_b)}",
+        f"paired queries: {result.n_queries}   interval: {result.ci}   seed: {seed}   holes: {result.holes}",
     ]
     if labels.get("holm"):
-        m = len(result["metrics"])
+        m = len(result.metrics.metrics)
         lines.append(
             f"--holm: p Holm-adjusted across {m} metrics; intervals simultaneous at the "
             f"Bonferroni level {1 - 0.05 / m:.4f}; the verdict follows the interval"
@@ -129,27 +227,24 @@ def judged_line(judged: dict | None) -> str:
     )
 
 
-def verdict_changes(result: dict) -> str:
+def verdict_changes(result: PairResult) -> str:
     """Where the condensed view's verdict differs from the normal view's."""
-    normal, condensed = result["metrics"], result["condensed"]["metrics"]
+    normal, condensed = result.metrics.metrics, result.condensed.metrics
     changed = [
-        f"{n} {normal[n]['verdict']} -> {m['verdict']}"
-        for n, m in condensed.items()
-        if m["verdict"] != normal[n]["verdict"]
+        f"{n} {normal[n].verdict} -> {m.verdict}" for n, m in condensed.items() if m.verdict != normal[n].verdict
     ]
     return "verdicts the condensed view changes: " + ("; ".join(changed) if changed else "none")
 
 
-def _condensed_lines(result: dict) -> list[str]:
-    if "condensed" not in result:
+def _condensed_lines(result: PairResult) -> list[str]:
+    if result.condensed is None:
         return []
-    view = {"metrics": result["condensed"]["metrics"]}
-    rows = table(COLUMNS, metric_rows(view), left=(COLUMNS.index("verdict"),))
+    rows = table(COLUMNS, metric_rows(result.condensed), left=(COLUMNS.index("verdict"),))
     return ["", *_wrap([CONDENSED_INTRO]), rows, *_wrap([verdict_changes(result)])]
 
 
-def _decides_line(result: dict) -> str:
-    if result["decides"]:
+def _decides_line(result: PairResult) -> str:
+    if result.decides:
         return "decides: true (both core, same golden set, neither degraded)"
     return "decides: false — reference only (see the warnings above)"
 
@@ -158,18 +253,20 @@ def _wrap(lines: list[str]) -> list[str]:
     return [w for line in lines for w in (textwrap.wrap(line, WIDTH, subsequent_indent="  ") or [""])]
 
 
-def format_table(result: dict, labels: dict[str, str], judged: dict | None = None) -> str:
+def format_table(result: PairResult, labels: dict[str, str], judged: dict | None = None) -> str:
     """The terminal text, no line wider than 100 columns: header, the judged share, one row per
-    metric (and the condensed view with `--condensed`), what the sample can see, decides. Every
-    figure unrounded is in the JSON (`--json`) and in MLflow."""
-    metrics = table(COLUMNS, metric_rows(result), left=(COLUMNS.index("verdict"),))
-    power = table(POWER_COLUMNS, power_rows(result), left=(3,))
+    metric, what the documents nobody judged could change (and the condensed view with
+    `--condensed`), what the sample can see, decides. Every figure unrounded is in the JSON
+    (`--json`) and in MLflow."""
+    metrics = table(COLUMNS, metric_rows(result.metrics), left=(COLUMNS.index("verdict"),))
+    power = table(POWER_COLUMNS, power_rows(result.metrics), left=(3,))
     return "\n".join(
         [
             *_wrap(_header(result, labels) + [judged_line(judged)]),
             "",
             metrics,
             *_wrap(_notes(result)[:1]),
+            *holes_lines(result),
             *_condensed_lines(result),
             "",
             _power_intro(result),
@@ -181,19 +278,27 @@ def format_table(result: dict, labels: dict[str, str], judged: dict | None = Non
     )
 
 
-def markdown_report(result: dict, labels: dict[str, str], plot_name: str | None, judged: dict | None = None) -> str:
+def markdown_report(
+    result: PairResult, labels: dict[str, str], plot_name: str | None, judged: dict | None = None
+) -> str:
     """The same content as the table, as a markdown document for the comparisons run."""
     header = _header(result, labels) + [judged_line(judged)]
     out = ["# Paired comparison", "", *(f"- {h}" for h in header), ""]
-    if result["warnings"]:
-        out += ["## Warnings", "", *(f"- `{w}`" for w in result["warnings"]), ""]
-    out += ["## Metrics", "", *_pipe_table(COLUMNS, metric_rows(result))]
-    if "condensed" in result:
+    if result.warnings:
+        out += ["## Warnings", "", *(f"- `{w}`" for w in result.warnings), ""]
+    out += ["## Metrics", "", *_pipe_table(COLUMNS, metric_rows(result.metrics))]
+    if hole_rows(result.metrics):
+        out += ["", "## Documents nobody judged", "", HOLES_INTRO, ""]
+        out += [*_pipe_table(HOLE_COLUMNS, hole_rows(result.metrics))]
+    if estimate_rows(result.metrics):
+        out += ["", "## Estimated from an audit", "", ESTIMATE_INTRO, ""]
+        out += [*_pipe_table(ESTIMATE_COLUMNS, estimate_rows(result.metrics))]
+    if result.condensed is not None:
         out += ["", "## Condensed view", "", CONDENSED_INTRO, ""]
-        out += [*_pipe_table(COLUMNS, metric_rows({"metrics": result["condensed"]["metrics"]}))]
+        out += [*_pipe_table(COLUMNS, metric_rows(result.condensed))]
         out += ["", verdict_changes(result)]
     out += ["", "## What the sample can see", "", _power_intro(result), ""]
-    out += [*_pipe_table(POWER_COLUMNS, power_rows(result)), ""]
+    out += [*_pipe_table(POWER_COLUMNS, power_rows(result.metrics)), ""]
     out += [f"- {n}" for n in [POWER_NOTE, *_notes(result)]]
     out += ["", f"**{_decides_line(result)}**", ""]
     if plot_name:
@@ -221,7 +326,7 @@ def format_text(comparison: Comparison) -> str:
         text = format_many(comparison)
     else:
         (p,) = comparison.pairs
-        text = format_table(p.result, pair_labels(comparison), p.judged)
+        text = format_table(p.outcome, pair_labels(comparison), p.judged)
     return text + "".join(f"\n{line}" for line in _wrap(decision_lines(comparison)))
 
 
@@ -243,8 +348,8 @@ def write_report(comparison: Comparison, folder: Path) -> list[Path]:
         text = markdown_many(comparison, png.name)
     else:
         (p,) = comparison.pairs
-        png = plot_differences(p.result, p.diffs, folder / "diffs.png")
-        text = markdown_report(p.result, pair_labels(comparison), png.name, p.judged)
+        png = plot_differences(p.outcome, p.diffs, folder / "diffs.png")
+        text = markdown_report(p.outcome, pair_labels(comparison), png.name, p.judged)
     if comparison.decided is not None:
         text += "\n## Decision\n\n" + "\n".join(f"    {line}" for line in decision_lines(comparison)[1:]) + "\n"
     md = folder / "report.md"
@@ -254,39 +359,43 @@ def write_report(comparison: Comparison, folder: Path) -> list[Path]:
     return [md, png, data]
 
 
-def plot_differences(result: dict, diffs: dict[str, Sequence[float]], path: Path) -> Path:
+def plot_differences(result: PairResult, diffs: dict[str, Sequence[float]], path: Path) -> Path:
     """One panel per metric: per-query differences B − A sorted, the mean and its interval."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # Agg, and no pyplot: no GUI state
     from matplotlib.figure import Figure
 
-    names = list(result["metrics"])
+    metrics = result.metrics.metrics
+    names = list(metrics)
     cols = 2 if len(names) > 1 else 1
     rows = -(-len(names) // cols)
     fig = Figure(figsize=(6 * cols, 2.6 * rows))
     FigureCanvasAgg(fig)
     axes = fig.subplots(rows, cols, squeeze=False)
     for ax, name in zip(axes.flat, names):
-        _panel(ax, name, result["metrics"][name], np.sort(np.asarray(diffs[name], dtype=float)))
+        _panel(ax, name, metrics[name], np.sort(np.asarray(diffs[name], dtype=float)))
     for ax in list(axes.flat)[len(names) :]:
         ax.set_visible(False)
-    fig.suptitle(f"B − A per query (n={result['n_queries']}, {result['ci']} interval)")
+    fig.suptitle(f"B − A per query (n={result.n_queries}, {result.ci} interval)")
     fig.subplots_adjust(left=0.07, right=0.98, bottom=0.08, top=1 - 0.35 / rows, hspace=0.6, wspace=0.2)
     fig.savefig(path, dpi=90)
     return path
 
 
-def _panel(ax, name: str, m: dict, d: np.ndarray) -> None:
+def _panel(ax, name: str, m: MetricComparison, d: np.ndarray) -> None:
     """Filled steps (one polygon per colour, not one bar per query: 500 queries draw fast)."""
     from matplotlib.ticker import MaxNLocator
 
-    x = np.arange(len(d))
-    good, bad = ("tab:green", "tab:red") if m["higher_is_better"] else ("tab:red", "tab:green")
+    x, f = np.arange(len(d)), m.figures
+    good, bad = ("tab:green", "tab:red") if f.higher_is_better else ("tab:red", "tab:green")
     ax.fill_between(x, 0, d, where=d > 0, step="mid", color=good, linewidth=0)
     ax.fill_between(x, 0, d, where=d < 0, step="mid", color=bad, linewidth=0)
-    ax.axhspan(m["ci_low"], m["ci_high"], color="tab:blue", alpha=0.2, label="95% interval")
-    ax.axhline(m["diff"], color="tab:blue", linewidth=1.2, label=f"mean {m['diff']:+.4f}")
+    ax.axhspan(f.interval.low, f.interval.high, color="tab:blue", alpha=0.2, label="95% interval")
+    if m.bounds is not None and (m.bounds.ci_low, m.bounds.ci_high) != (f.interval.low, f.interval.high):
+        ax.axhline(m.bounds.ci_low, color="tab:orange", linewidth=0.9, linestyle="--", label="bounds (holes)")
+        ax.axhline(m.bounds.ci_high, color="tab:orange", linewidth=0.9, linestyle="--")
+    ax.axhline(f.diff, color="tab:blue", linewidth=1.2, label=f"mean {f.diff:+.4f}")
     ax.axhline(0.0, color="black", linewidth=0.6)
-    ax.set_title(f"{name}: {m['verdict']}", fontsize=9)
+    ax.set_title(f"{name}: {m.verdict}", fontsize=9)
     ax.set_xticks([0, len(d) - 1], ["1", str(len(d))], fontsize=7)  # few ticks: each costs ~1 ms
     ax.yaxis.set_major_locator(MaxNLocator(4))
     ax.tick_params(axis="y", labelsize=7)
@@ -296,10 +405,11 @@ def _panel(ax, name: str, m: dict, d: np.ndarray) -> None:
 
 # --- many candidates ------------------------------------------------------------------------
 
-MARKS = {"better": " ▲", "worse": " ▼", "indistinguishable": "  ", "equivalent": " ="}
+MARKS = {"better": " ▲", "worse": " ▼", "indistinguishable": "  ", "equivalent": " =", "holes": " ?"}
 LEGEND = (
     "Each cell: B − A, the mean paired difference, and its simultaneous interval; ▲ better, ▼ worse "
-    "(in the metric's direction: noise, lower is better), no mark: the interval holds 0."
+    "(in the metric's direction: noise, lower is better), = equivalent, ? holes (under --holes bounds: "
+    "some filling of the documents nobody judged would show a difference), no mark: the interval holds 0."
 )
 
 
@@ -309,8 +419,9 @@ def candidate_names(many: Comparison) -> list[str]:
     return [f"{n} ({c.run_id[:8]})" if names.count(n) > 1 else n for n, c in zip(names, many.candidates)]
 
 
-def cell(m: dict) -> str:
-    return f"{m['diff']:+.4f} [{m['ci_low']:+.4f}, {m['ci_high']:+.4f}]{MARKS[m['verdict']]}"
+def cell(m: MetricComparison) -> str:
+    f = m.figures
+    return f"{f.diff:+.4f} [{f.interval.low:+.4f}, {f.interval.high:+.4f}]{MARKS[m.verdict]}"
 
 
 def _judged_cell(pair) -> str:
@@ -326,9 +437,9 @@ def difference_table(many: Comparison, view: str = "metrics") -> str:
     headers = ["candidate", "decides", "n", *judged, *many.names]
     rows = []
     for name, p in zip(candidate_names(many), many.pairs):
-        metrics = p.result["metrics"] if view == "metrics" else p.result["condensed"]["metrics"]
+        metrics = (p.outcome.metrics if view == "metrics" else p.outcome.condensed).metrics
         rows.append(
-            [name, "yes" if p.result["decides"] else "no", p.result["n_queries"]]
+            [name, "yes" if p.outcome.decides else "no", p.outcome.n_queries]
             + ([_judged_cell(p)] if judged else [])
             + [cell(metrics[n]) for n in many.names]
         )
@@ -338,19 +449,20 @@ def difference_table(many: Comparison, view: str = "metrics") -> str:
 def detectable_table(many: Comparison) -> str:
     """The smallest difference each candidate's sample detects with 80% power, per metric."""
     rows = [
-        [name] + [p.result["metrics"][n]["detectable"]["value"] for n in many.names]
+        [name] + [p.outcome.metrics.metrics[n].figures.detectable for n in many.names]
         for name, p in zip(candidate_names(many), many.pairs)
     ]
     return table(["candidate", *many.names], rows)
 
 
 def many_header(many: Comparison) -> list[str]:
-    first = many.pairs[0].result
-    seed = "-" if first["seed"] is None else str(first["seed"])
+    first = many.pairs[0].outcome
+    seed = "-" if first.seed is None else str(first.seed)
     judged = next((p.judged for p in many.pairs if p.judged is not None), None)
     lines = [
         f"A (baseline):  {many.base.label}",
-        f"B (candidates): {len(many.candidates)}, each paired with A by qid   interval: {first['ci']}   seed: {seed}",
+        f"B (candidates): {len(many.candidates)}, each paired with A by qid   interval: {first.ci}   seed: {seed}   "
+        f"holes: {first.holes}",
         f"correction: Holm across {len(many.candidates)} candidates × {len(many.names)} metrics = {many.family} "
         f"tests (p adjusted); intervals simultaneous at the Bonferroni level {many.level:.4f}",
     ]
@@ -360,20 +472,20 @@ def many_header(many: Comparison) -> list[str]:
 
 
 def _many_decides_line(many: Comparison) -> str:
-    n = sum(p.result["decides"] for p in many.pairs)
+    n = sum(p.outcome.decides for p in many.pairs)
     why = "core against core, same golden set, neither degraded"
     rest = "" if n == len(many.pairs) else "; the others are reference only: see the warnings above"
     return f"decides: {n} of {len(many.pairs)} candidates ({why}{rest})"
 
 
 def _condensed_changes(many: Comparison) -> list[str]:
-    return [f"{name}: {verdict_changes(p.result)}" for name, p in zip(candidate_names(many), many.pairs)]
+    return [f"{name}: {verdict_changes(p.outcome)}" for name, p in zip(candidate_names(many), many.pairs)]
 
 
 def format_many(many: Comparison) -> str:
     """The terminal text, no line wider than 100 columns."""
     out = [*_wrap(many_header(many)), "", *_wrap([LEGEND]), difference_table(many)]
-    if "condensed" in many.pairs[0].result:
+    if many.pairs[0].outcome.condensed is not None:
         out += ["", *_wrap([CONDENSED_INTRO]), difference_table(many, "condensed"), *_wrap(_condensed_changes(many))]
     out += ["", "The smallest difference each sample detects with 80% power (paired t, two-sided 5%, uncorrected):"]
     out += [detectable_table(many), "", *_wrap([_many_decides_line(many)])]
@@ -382,11 +494,11 @@ def format_many(many: Comparison) -> str:
 
 def markdown_many(many: Comparison, plot_name: str) -> str:
     out = ["# Many candidates against one baseline", "", *(f"- {h}" for h in many_header(many)), ""]
-    warnings = [(name, w) for name, p in zip(candidate_names(many), many.pairs) for w in p.result["warnings"]]
+    warnings = [(name, w) for name, p in zip(candidate_names(many), many.pairs) for w in p.outcome.warnings]
     if warnings:
         out += ["## Warnings", "", *(f"- {name}: `{w}`" for name, w in warnings), ""]
     out += ["## Differences", "", LEGEND, "", "```", difference_table(many), "```", ""]
-    if "condensed" in many.pairs[0].result:
+    if many.pairs[0].outcome.condensed is not None:
         out += ["## Condensed view", "", CONDENSED_INTRO, "", "```", difference_table(many, "condensed"), "```"]
         out += ["", *(f"- {line}" for line in _condensed_changes(many)), ""]
     out += ["## What each sample can detect", "", "```", detectable_table(many), "```", ""]
@@ -394,7 +506,13 @@ def markdown_many(many: Comparison, plot_name: str) -> str:
     return "\n".join(out)
 
 
-COLOURS = {"better": "tab:green", "worse": "tab:red", "indistinguishable": "tab:gray", "equivalent": "tab:blue"}
+COLOURS = {
+    "better": "tab:green",
+    "worse": "tab:red",
+    "indistinguishable": "tab:gray",
+    "equivalent": "tab:blue",
+    "holes": "tab:orange",
+}
 
 
 def plot_candidates(many: Comparison, path: Path) -> Path:
@@ -410,12 +528,13 @@ def plot_candidates(many: Comparison, path: Path) -> Path:
     axes = fig.subplots(rows, cols, squeeze=False)
     for ax, metric in zip(axes.flat, many.names):
         for y, p in enumerate(many.pairs):
-            m = p.result["metrics"][metric]
-            colour = COLOURS[m["verdict"]]
+            m = p.outcome.metrics.metrics[metric]
+            f = m.figures
+            colour = COLOURS[m.verdict]
             ax.errorbar(
-                m["diff"],
+                f.diff,
                 y,
-                xerr=[[m["diff"] - m["ci_low"]], [m["ci_high"] - m["diff"]]],
+                xerr=[[f.diff - f.interval.low], [f.interval.high - f.diff]],
                 fmt="o",
                 color=colour,
                 capsize=3,
@@ -424,7 +543,7 @@ def plot_candidates(many: Comparison, path: Path) -> Path:
         ax.set_yticks(range(n), names, fontsize=7)
         ax.set_ylim(-0.6, n - 0.4)
         ax.invert_yaxis()
-        lower = "" if many.pairs[0].result["metrics"][metric]["higher_is_better"] else " (lower is better)"
+        lower = "" if many.pairs[0].outcome.metrics.metrics[metric].figures.higher_is_better else " (lower is better)"
         ax.set_title(f"{metric}{lower}", fontsize=9)
         ax.tick_params(axis="x", labelsize=7)
     for ax in list(axes.flat)[len(many.names) :]:

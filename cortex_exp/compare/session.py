@@ -44,9 +44,9 @@ def say_warnings(comparison: Comparison) -> None:
     from cortex_exp.compare.report import candidate_names
 
     if comparison.form == "pair":
-        for w in comparison.pairs[0].result["warnings"]:
+        for w in comparison.pairs[0].outcome.warnings:
             print(w, file=sys.stderr)
         return
     for name, p in zip(candidate_names(comparison), comparison.pairs):
-        for w in p.result["warnings"]:
+        for w in p.outcome.warnings:
             print(f"{w} [candidate {name}]", file=sys.stderr)

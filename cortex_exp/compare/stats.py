@@ -12,7 +12,8 @@ or the two score vectors, and returns plain Python floats and ints: never NaN or
 - `INTERVALS` / `interval`: each `--ci` kind by name, the one place a new kind is registered.
 - `holm`, `win_tie_loss`, `queries_needed`, `detectable_effect`, `analyse` (all of it for one
   metric, with the effect on the metric's own scale: `cortex_exp.compare.effect`), `verdict`
-  (the one rule that turns a metric's figures into better / worse / indistinguishable).
+  (the one rule that turns a metric's figures into better / worse / indistinguishable) and
+  `bounded_verdict` (the same rule on the bounds of the documents nobody judged: `holes`).
 """
 
 from __future__ import annotations
@@ -312,6 +313,25 @@ def verdict(m: MetricResult, p_value: float | None = None, alpha: float = 0.05) 
         moved = "better" if (m.diff > 0) == m.higher_is_better else "worse"
     margin = m.margin.value if m.margin is not None else None
     return equivalence_verdict(moved, m.interval.low, m.interval.high, margin)
+
+
+HOLES = "holes"  # the verdict when some filling of the holes would make the difference visible
+
+
+def bounded_verdict(low: Interval, high: Interval, higher_is_better: bool, margin: float | None = None) -> str:
+    """The verdict under `--holes bounds` (docs/unjudged.md): `better`/`worse` when [the low
+    series' lower end, the high series' upper end] excludes 0; `holes` when it holds 0 but the
+    low or the high series' own interval excludes 0 (some filling of the holes would show a
+    difference); else `indistinguishable`; with a margin, `equivalent` first when the whole
+    span lies inside ±margin. With no hole both series are the naive one: the naive verdict."""
+    ci_low, ci_high = low.low, high.high
+    if ci_low > 0.0 or ci_high < 0.0:
+        moved = "better" if (ci_low > 0.0) == higher_is_better else "worse"
+    elif not low.contains_zero() or not high.contains_zero():
+        moved = HOLES
+    else:
+        moved = "indistinguishable"
+    return equivalence_verdict(moved, ci_low, ci_high, margin)
 
 
 def analyse(

@@ -122,6 +122,11 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("run_b", metavar="RUN_B", help="run id, NAME or latest:NAME (the candidate)")
     v.add_argument("--out", required=True, type=Path, help="the file to fill in: .csv for CSV, else JSON lines")
     v.add_argument("--k", type=int, help="top K (default: the smallest K of judged_at_K)")
+    v.add_argument(
+        "--metric",
+        help="instead of --k: the unjudged documents whose weight in this metric differs between the runs "
+        "(what compare --holes bounds names; judging them all collapses the bounds)",
+    )
     v.add_argument("--queries", type=int, metavar="N", help="a random sample of N queries (default: all)")
     v.add_argument("--seed", type=int, default=0, help="seed of --queries' sample (default 0)")
     v.add_argument("--golden", type=Path, help="the golden set (default: run A's data.golden)")
@@ -215,8 +220,9 @@ def run_review(args) -> None:
     rows, golden, k = review(args)
     queries = len({r["qid"] for r in rows})
     by_b = sum(r["surfaced_by"] == "B" for r in rows)
+    where = f"weighing differently in {k} in the two runs" if isinstance(k, str) else f"in the top {k} of one run only"
     print(
-        f"review: {len(rows)} unjudged documents in the top {k} of one run only, over {queries} of "
+        f"review: {len(rows)} unjudged documents {where}, over {queries} of "
         f"{len(golden.queries)} queries (B surfaced {by_b}, A {len(rows) - by_b}) -> {args.out}"
     )
     print(
@@ -232,6 +238,10 @@ def run_add_judgments(args) -> None:
     new, old, read = add_judgments(args.dir, args.file, args.out)
     print(summary(new))
     c = new.manifest["counts"]
+    if "audit" in read:
+        print(f"  added {read['added']} audit judgments (audit {read['audit']}, each with its inclusion probability)")
+        print(f"  golden_id {old.golden_id} -> {new.golden_id}")
+        return
     print(
         f"  added {read['added']} manual judgments ({read['empty']} lines not filled in, {read['alike']} already "
         f"judged alike); manual in the set: positives {c['manual_positives']}, noise {c['manual_noise']}"

@@ -101,7 +101,7 @@ def carry_manual(new: GoldenSet, old: GoldenSet) -> tuple[GoldenSet, dict[str, i
     corpus = new.corpus_hashes
     carried: list[Judgment] = []
     counts = {"manual_carried": 0, "manual_superseded": 0, "manual_dropped": 0}
-    for j in (j for j in old.judgments if j.source == "manual"):
+    for j in (j for j in old.judgments if j.source in ("manual", "audit")):  # a person's verdicts
         if j.qid not in qids or (corpus and j.doc_id not in corpus):
             counts["manual_dropped"] += 1
         elif (j.qid, j.doc_id) in judged:

@@ -86,14 +86,17 @@ def _read_judgments(path: Path, qids: set[str]) -> list[Judgment]:
             problems.add(line, f"label must be 'positive' or 'noise', got {obj['label']!r}")
             ok = False
         if ok and obj.get("source", SOURCES[0]) not in SOURCES:
-            problems.add(line, f"source must be 'manual' (or absent: the serve log), got {obj['source']!r}")
+            problems.add(line, f"source must be 'manual' or 'audit' (or absent: the serve log), got {obj['source']!r}")
             ok = False
+        ok = ok and _inclusion_ok(obj, problems, line)
         if ok and obj["qid"] not in qids:
             problems.add(line, f"qid {obj['qid']!r} is not in {QUERIES}")
             ok = False
         if not ok:
             continue
-        judgment = Judgment(obj["qid"], obj["doc_id"], obj["label"], obj.get("source"))
+        judgment = Judgment(
+            obj["qid"], obj["doc_id"], obj["label"], obj.get("source"), obj.get("inclusion_probability")
+        )
         problem = judgment_clash(judgment, first, f"line {line}")
         if problem:
             problems.add(line, problem)
@@ -101,6 +104,18 @@ def _read_judgments(path: Path, qids: set[str]) -> list[Judgment]:
         judgments.append(judgment)
     problems.raise_if_any("the golden judgments")
     return judgments
+
+
+def _inclusion_ok(obj: dict, problems: Problems, line: int) -> bool:
+    """An audit judgment carries its inclusion probability (0 < π ≤ 1); no other judgment does."""
+    pi, audit = obj.get("inclusion_probability"), obj.get("source") == "audit"
+    if audit and not (isinstance(pi, float | int) and not isinstance(pi, bool) and 0.0 < pi <= 1.0):
+        problems.add(line, f"an audit judgment needs inclusion_probability in (0, 1], got {pi!r}")
+        return False
+    if not audit and pi is not None:
+        problems.add(line, "inclusion_probability belongs to audit judgments only (source: audit)")
+        return False
+    return True
 
 
 def _read_hashes(folder: Path) -> Mapping[str, str]:

@@ -11,6 +11,12 @@ then skipped: one judgment per query and document). The new judgments get `sourc
 the manifest counts them apart (`counts.manual_positives`, `counts.manual_noise`), lists the
 file in `manual`, and records the lineage; the set gets a new golden_id, so runs measured on
 the old one no longer pair with runs on the new one unless `compare --shared-queries`.
+
+A sheet `golden audit` wrote (its columns `audit_id`, `inclusion_probability`) is an audit: its
+record (beside it) must match the sheet and the set, and every drawn document must carry a
+verdict — a random sample with holes in it is no longer random. Its verdicts join the set as
+`source: audit` with their inclusion probability, the record is kept in the set's folder
+(`audit-<audit_id>.json`), and the manifest lists it in `audits`.
 """
 
 from __future__ import annotations
@@ -19,12 +25,15 @@ import copy
 import csv
 import hashlib
 import io
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
 from cortex_exp.data.files import decode_text, read_input, starts_json
 from cortex_exp.data.jsonl import Problems, check_field, iter_objects
 from cortex_exp.errors import InputError
+from cortex_exp.golden import audit as audits
+from cortex_exp.golden.commit import write_text
 from cortex_exp.golden.lineage import record, update_counts
 from cortex_exp.golden.load import load_golden
 from cortex_exp.golden.store import MANIFEST, GoldenSet, Judgment, judgment_clash, write_golden
@@ -120,6 +129,69 @@ def read_verdicts(path: Path, golden: GoldenSet) -> tuple[list[Judgment], int, i
     return new, empty, alike, hashlib.sha256(raw).hexdigest()
 
 
+def audit_verdicts(path: Path, golden: GoldenSet) -> tuple[list[Judgment], dict, str]:
+    """The judgments of a filled audit sheet (`source: audit`, each with its π), its record,
+    and the sheet's sha256; every problem at once (exit 2)."""
+    raw = read_input(Path(path), "an audit sheet (CSV)")
+    rec = audits.read_record(audits.record_path(Path(path)))
+    if rec["golden_id"] != golden.golden_id:
+        raise InputError(
+            f"{path}: this audit was drawn on golden_id {rec['golden_id']}, the set at {golden.path} is "
+            f"{golden.golden_id}: add an audit to the set its runs were measured on"
+        )
+    drawn = {(e["qid"], e["doc_id"]): e["pi"] for e in rec["frame"] if e["drawn"]}
+    problems, seen, new = Problems(path), set(), []
+    for line, obj in read_rows(raw, Path(path), problems):
+        label = _verdict(obj, problems, line)
+        key = (obj.get("qid"), obj.get("doc_id"))
+        if obj.get("audit_id") != rec["audit_id"]:
+            problems.add(line, f"audit_id {obj.get('audit_id')!r} is not this sheet's record's ({rec['audit_id']})")
+        elif key not in drawn:
+            problems.add(line, f"{key[1]!r} for qid {key[0]!r} is not a document this audit drew")
+        elif key in seen:
+            problems.add(line, f"{key[1]!r} for qid {key[0]!r} appears twice")
+        elif obj.get("inclusion_probability") != repr(drawn[key]):
+            problems.add(
+                line,
+                f"inclusion_probability {obj.get('inclusion_probability')!r} is not the drawn "
+                f"{drawn[key]!r}: the sheet's probabilities are the audit's own",
+            )
+        elif label == "":
+            problems.add(line, "no verdict: an audit is judged whole (a random sample with holes is not random)")
+        elif label is not None:
+            new.append(Judgment(key[0], key[1], label, "audit", drawn[key]))
+        seen.add(key)
+    for q, d in sorted(drawn.keys() - seen):
+        problems.add(None, f"the drawn document {d!r} for qid {q!r} is missing from the sheet")
+    problems.raise_if_any("the audit sheet")
+    return new, rec, hashlib.sha256(raw).hexdigest()
+
+
+def is_audit_sheet(path: Path) -> bool:
+    raw = read_input(Path(path), "a file of verdicts (JSON lines or CSV)")
+    if starts_json(raw):
+        return False
+    header = next(csv.reader(io.StringIO(decode_text(raw, Path(path)), newline="")), [])
+    return "audit_id" in header
+
+
+def add_audit(old: GoldenSet, path: Path, target: Path, now: str):
+    """The set with a filled audit sheet's verdicts and its record (module doc)."""
+    new_judgments, rec, digest = audit_verdicts(Path(path), old)
+    judgments = sorted(old.judgments + new_judgments, key=lambda j: (j.qid, j.doc_id))
+    new = GoldenSet(old.queries, judgments, _copy(old.manifest), dict(old.corpus_hashes))
+    update_counts(new)
+    entry = {"audit_id": rec["audit_id"], "file": str(Path(path).resolve()), "sha256": digest, "added_at": now}
+    entry["audited"] = len(new_judgments)
+    entry["positives"] = sum(j.label == "positive" for j in new_judgments)
+    new.manifest["audits"] = [*old.manifest.get("audits", []), entry]
+    new.manifest["lineage"] = record(old, new, "add-judgments (audit)")
+    text = json.dumps(rec, indent=1, ensure_ascii=False) + "\n"
+    name = f"{audits.KEPT_PREFIX}{rec['audit_id']}.json"
+    write_golden(new, target, extra={name: lambda p: write_text(p, text)})
+    return new, old, {"added": len(new_judgments), "empty": 0, "alike": 0, "audit": rec["audit_id"]}
+
+
 def add_judgments(golden_dir: Path, path: Path, out_dir: Path | None = None, now: datetime | None = None):
     """The golden set with `path`'s verdicts added, written to `out_dir` (default: in place);
     (the new set, the old set, what was read)."""
@@ -130,6 +202,9 @@ def add_judgments(golden_dir: Path, path: Path, out_dir: Path | None = None, now
             f"--out {target}: already holds a golden set (not {golden_dir}, whose verdicts these are); "
             "choose a new or empty folder, or add the verdicts in place"
         )
+    if is_audit_sheet(Path(path)):
+        stamp = (now or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        return add_audit(old, Path(path), target, stamp)
     new_judgments, empty, alike, digest = read_verdicts(Path(path), old)
     if not new_judgments:
         raise InputError(

@@ -10,6 +10,10 @@ logged top, or empty), `query`, `project`, `title`, `text`. FILE ending in `.csv
 spreadsheet opens it), anything else JSON lines. Then: `python -m cortex_exp.golden add-judgments GOLDEN_DIR FILE`.
 
 K defaults to the smallest K the runs logged `judged_at_K` for (the K of `WARNING: UNJUDGED`).
+`--metric M` lists instead the documents the bounds of `compare --holes` name for metric M
+(docs/unjudged.md): every unjudged document whose weight in M differs between the runs — in one
+run's cut-off only, or at ranks M weighs differently (nDCG, mrr); judging them all collapses
+the bounds. `surfaced_by` is then the run where it weighs more.
 `--queries N` keeps a random sample of N of the queries with something to judge (seeded by
 `--seed`, default 0): a person can judge a sample rather than everything.
 The golden set and the corpus default to the ones run A was measured on (its params
@@ -29,7 +33,8 @@ from cortex_exp.data.corpus import load_corpus
 from cortex_exp.errors import InputError
 from cortex_exp.golden.commit import replace_file
 from cortex_exp.golden.load import load_golden
-from cortex_exp.metrics import cutoffs
+from cortex_exp.metrics import cutoffs, is_quality
+from cortex_exp.metrics.holes import Holes, Side, has_hole_data
 
 COLUMNS = ("qid", "doc_id", "verdict", "surfaced_by", "rank_a", "rank_b", "query", "project", "title", "text")
 
@@ -86,6 +91,51 @@ def unjudged_rows(a, b, golden, corpus, k: int) -> list[dict]:
     return out
 
 
+def weighted_rows(a, b, golden, corpus, metric: str) -> list[dict]:
+    """The lines of the review file for `--metric`: the unjudged documents whose weight in
+    `metric` differs between the runs (`metrics.holes`), by query, heavier in B first."""
+    if not is_quality(metric):
+        raise InputError(f"--metric {metric!r}: not a quality metric of the runs (recall_at_5, ndcg_at_10, mrr, ...)")
+    rows_a, rows_b = ({r["qid"]: r for r in run.per_query} for run in (a, b))
+    judged: dict[str, set[str]] = {q.qid: set() for q in golden.queries}
+    for j in golden.judgments:
+        judged[j.qid].add(j.doc_id)
+    out = []
+    for q in sorted(golden.queries, key=lambda q: q.qid):
+        if q.qid not in rows_a or q.qid not in rows_b:
+            continue
+        ra, rb = rows_a[q.qid], rows_b[q.qid]
+        for run, row in ((a, ra), (b, rb)):
+            if not has_hole_data(row) or metric not in row:
+                raise InputError(
+                    f"--metric {metric}: run {run.label} has no hole data or no {metric} in its per_query.jsonl "
+                    "(a run made before the documents nobody judged were logged); run the benchmark again"
+                )
+        holes = Holes.of(metric, Side.of(ra), Side.of(rb))
+        lines = []
+        for doc, wa, wb in zip(holes.docs, holes.w_a, holes.w_b):
+            if wa == wb or doc in judged[q.qid]:
+                continue
+            d = corpus.by_id.get(doc)
+            top_a, top_b = list(ra["top"]), list(rb["top"])
+            lines.append(
+                {
+                    "qid": q.qid,
+                    "doc_id": doc,
+                    "verdict": "",
+                    "surfaced_by": "B" if wb > wa else "A",
+                    "rank_a": _rank(top_a, doc),
+                    "rank_b": _rank(top_b, doc),
+                    "query": q.text,
+                    "project": q.project,
+                    "title": d.title if d else "",
+                    "text": d.text if d else "(not in the corpus file)",
+                }
+            )
+        out += sorted(lines, key=lambda r: r["surfaced_by"] != "B")
+    return out
+
+
 def sample(rows: list[dict], n: int | None, seed: int) -> list[dict]:
     """The lines of `n` queries drawn at random (seeded) among those that have lines; all when
     `n` is None or not smaller than their number."""
@@ -131,6 +181,13 @@ def review(opts):
                 "the documents this set does not judge",
                 file=sys.stderr,
             )
+    metric = getattr(opts, "metric", None)
+    if metric is not None:
+        if opts.k is not None:
+            raise InputError("--k and --metric: give one (--metric reads the metric's own cut-off)")
+        rows = sample(weighted_rows(a, b, golden, corpus, metric), opts.queries, opts.seed)
+        write_review(rows, Path(opts.out))
+        return rows, golden, metric
     k = opts.k if opts.k is not None else default_k(b)
     if k < 1:
         raise InputError(f"--k {k}: must be at least 1")

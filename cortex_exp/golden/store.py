@@ -20,7 +20,7 @@ QUERIES = "queries.jsonl"
 JUDGMENTS = "judgments.jsonl"
 MANIFEST = "manifest.json"
 LABELS = ("positive", "noise")
-SOURCES = ("manual",)  # a judgment's `source`, when it is not the serve log
+SOURCES = ("manual", "audit")  # a judgment's `source`, when it is not the serve log
 CORPUS_HASHES = "corpus_hashes.json"
 SEAL = "seal"  # in the manifest: a digest of each of its other fields, as written (verify.py)
 KNOWN_BIAS = (
@@ -45,11 +45,17 @@ class Judgment:
     qid: str
     doc_id: str
     label: str  # one of LABELS
-    source: str | None = None  # None: from the serve log; "manual": added by a person (golden add-judgments)
+    source: str | None = None  # None: from the serve log; "manual": added by a person (golden add-judgments);
+    # "audit": a person's verdict on a document a random audit drew (golden audit), with its probability
+    inclusion_probability: float | None = None
 
     def as_json(self) -> dict:
         out = {"qid": self.qid, "doc_id": self.doc_id, "label": self.label}
-        return out if self.source is None else {**out, "source": self.source}
+        if self.source is not None:
+            out["source"] = self.source
+        if self.inclusion_probability is not None:
+            out["inclusion_probability"] = self.inclusion_probability
+        return out
 
 
 @dataclass

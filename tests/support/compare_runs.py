@@ -9,7 +9,8 @@ import time
 import mlflow
 import numpy as np
 
-KEYS = {"run_a", "run_b", "n_queries", "decides", "warnings", "ci", "seed", "metrics"}
+# holes: the --holes mode (issue 31)
+KEYS = {"run_a", "run_b", "n_queries", "decides", "warnings", "ci", "seed", "holes", "metrics"}
 METRIC_KEYS = {
     "mean_a",
     "mean_b",

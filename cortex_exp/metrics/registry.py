@@ -1,21 +1,21 @@
-"""Per-query metrics of docs/interface.md §4, their means, and the one registry of metric
-families every other module reads (`FAMILIES`).
-
-A query's ranking has every `always_served` document of the corpus removed first; `top` is
-that list cut at the largest K (and at least 10, for nDCG@10).
+"""The one registry of metric families every other module reads (`FAMILIES`), and what each
+family computes (docs/interface.md §4).
 
 A `Family` declares a metric once, as ir_measures declares its measures: its name pattern
 (`recall_at_K`, `mrr`), its cut-offs (every K of `metrics.ks`, a fixed one, or none), its
 direction, its ir_measures and trec_eval (pytrec_eval) equivalents (the cross-check tests
-read them), and where it is shown. Metric names are the MLflow keys (`recall_at_5`); the
-order of `FAMILIES` is the one order metrics are listed in everywhere (run tables, compare,
-multirun summaries). Names of metrics that are not computed appear nowhere.
+read them), where it is shown — and, as ir_measures' providers do, its computation: a weight per
+rank, a divisor, and the gain of each label. A family's value on one query is
 
-Beside the quality metrics every query gets what the golden set can see of its ranking
-(docs/interface.md §4): `judged_at_K`, the share of `top[:K]` judged for the query (ir_measures'
-`Judged@K`), and the condensed view (Sakai 2007): the same metrics, `condensed_<metric>`, on the
-ranking with the documents not judged for the query removed before scoring — read from the
-whole ranking the retriever returned, so it reaches judged documents below `top`.
+    Σ over ranks r ≤ its depth of  rank_weight(r) · gain(label of the document at r)  / divisor
+
+(or, for a first-hit family (mrr), the largest of those terms). A document not judged for the
+query gains 0 here (the naive view: a hole counts as a miss); `metrics.holes` reads the same
+declaration to say what a hole could be worth. Nothing else computes a metric.
+
+Metric names are the MLflow keys (`recall_at_5`); the order of `FAMILIES` is the one order
+metrics are listed in everywhere (run tables, compare, multirun summaries). Names of metrics
+that are not computed appear nowhere.
 
 Imports nothing of the project: settings, tracking and every layer above may read it.
 """
@@ -24,11 +24,61 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 CONDENSED = "condensed_"  # prefix of a metric of the condensed view
 EVERY_K = "ks"  # a family cut at every K of metrics.ks
+
+
+POSITIVE, NOISE = "positive", "noise"  # a judged document's label (None: not judged for the query)
+
+
+@dataclass(frozen=True)
+class Query:
+    """What a family's divisor reads of one query: its judged positives, the cut-off K of the
+    metric, how many documents were ranked (after always-served ones were removed)."""
+
+    n_positives: int
+    k: int
+    n_ranked: int
+
+
+def flat(rank: int) -> float:
+    """Every rank weighs the same (recall, noise, the judged share)."""
+    return 1.0
+
+
+def discounted(rank: int) -> float:
+    """DCG's discount of rank `rank` (1-based): 1 / log2(rank + 1)."""
+    return 1.0 / math.log2(rank + 1)
+
+
+def reciprocal(rank: int) -> float:
+    """The reciprocal rank (mrr's first hit)."""
+    return 1.0 / rank
+
+
+def by_positives(q: Query) -> float:
+    return q.n_positives
+
+
+def by_k(q: Query) -> float:
+    return q.k
+
+
+def by_ideal_dcg(q: Query) -> float:
+    """The DCG of the ideal ranking of the golden set's positives, cut at K."""
+    return sum(discounted(r) for r in range(1, min(q.n_positives, q.k) + 1))
+
+
+def by_ranked(q: Query) -> float:
+    """The documents in the first K (K, or fewer when fewer were ranked): ir_measures' Judged@K."""
+    return min(q.k, q.n_ranked)
+
+
+def by_one(q: Query) -> float:
+    return 1.0
 
 
 @dataclass(frozen=True)
@@ -46,6 +96,11 @@ class Family:
     - `plotted`: drawn in a sweep's picture (`multirun/plot.py`).
     - `effect`: the effect compare sizes its `queries_needed` for when `--effect` names none,
       as (size, scale) of `compare/effect.py` (`relative`: a share of the baseline mean).
+    - its computation: `rank_weight(r)` of each rank r (1-based) up to the metric's depth (its
+      K; the largest K of `metrics.ks` for a family with no cut-off), `divisor(Query)`, and
+      `gains`: what a positive and a document judged noise gain (an unjudged one gains 0, and
+      truly is one of the two); `first_hit`: the value is the largest weighted gain, not their
+      sum (mrr). A divisor of 0 gives 0.
     """
 
     name: str
@@ -57,6 +112,39 @@ class Family:
     plotted: bool = False
     relevant: str = "positive"
     effect: tuple[float, str] = (0.05, "relative")
+    rank_weight: Callable[[int], float] = flat
+    divisor: Callable[[Query], float] = by_positives
+    gains: tuple[float, float] = (1.0, 0.0)  # (a positive, a document judged noise)
+    first_hit: bool = False
+
+    def gain(self, label: str | None) -> float:
+        """What a document with this label gains; an unjudged one (None) 0 (the naive view)."""
+        return self.gains[0] if label == POSITIVE else self.gains[1] if label == NOISE else 0.0
+
+    def depth(self, name: str, deepest: int) -> int:
+        """The last rank the metric `name` reads: its K, or `deepest` (the largest K) without one."""
+        k = self.k_of(name)
+        return k if k is not None else deepest
+
+    def weights(self, name: str, n_ranked: int, n_positives: int, deepest: int) -> list[float]:
+        """The weight of each rank 1..depth of the metric `name` (rank_weight / divisor): what a
+        document there adds to the value for each unit of gain."""
+        depth = self.depth(name, deepest)
+        divisor = self.divisor(Query(n_positives, depth, n_ranked))
+        if divisor == 0:
+            return [0.0] * depth
+        return [self.rank_weight(r) / divisor for r in range(1, depth + 1)]
+
+    def value(self, name: str, labels: Sequence[str | None], n_positives: int, deepest: int) -> float:
+        """The metric `name` of one query from the labels of its ranking (`top`, best first)."""
+        depth = self.depth(name, deepest)
+        divisor = self.divisor(Query(n_positives, depth, len(labels)))
+        if divisor == 0:
+            return 0.0
+        terms = (self.rank_weight(r) * self.gain(label) for r, label in enumerate(labels[:depth], 1))
+        if self.first_hit:
+            return max(terms, default=0.0) / divisor
+        return sum(terms) / divisor
 
     def names(self, ks: Sequence[int]) -> list[str]:
         if self.cutoff is None:
@@ -79,10 +167,29 @@ class Family:
 
 FAMILIES = (
     Family("recall", EVERY_K, True, "R@{k}", ("recall.{k}", "recall_{k}"), plotted=True),
-    Family("noise", EVERY_K, False, "P@{k}", ("P.{k}", "P_{k}"), relevant="noise"),
-    Family("mrr", None, True, "RR", ("recip_rank", "recip_rank"), plotted=True),
-    Family("ndcg", 10, True, "nDCG@{k}", ("ndcg_cut.{k}", "ndcg_cut_{k}"), plotted=True),
-    Family("judged", EVERY_K, True, "Judged@{k}", None, quality=False),
+    Family("noise", EVERY_K, False, "P@{k}", ("P.{k}", "P_{k}"), relevant="noise", divisor=by_k, gains=(0.0, 1.0)),
+    Family(
+        "mrr",
+        None,
+        True,
+        "RR",
+        ("recip_rank", "recip_rank"),
+        plotted=True,
+        rank_weight=reciprocal,
+        divisor=by_one,
+        first_hit=True,
+    ),
+    Family(
+        "ndcg",
+        10,
+        True,
+        "nDCG@{k}",
+        ("ndcg_cut.{k}", "ndcg_cut_{k}"),
+        plotted=True,
+        rank_weight=discounted,
+        divisor=by_ideal_dcg,
+    ),
+    Family("judged", EVERY_K, True, "Judged@{k}", None, quality=False, divisor=by_ranked, gains=(1.0, 1.0)),
 )
 PRIMARY = FAMILIES[0]  # a run's primary metric, unless metrics.primary names one: recall at the largest K
 SHOWN = ("ndcg_at_10", "mrr")  # shown after the primary metric (run description, saved views)
@@ -209,79 +316,3 @@ def trec_eval_id(name: str) -> tuple[str, str] | None:
         return None
     k = family.k_of(name)
     return family.trec_eval[0].format(k=k), family.trec_eval[1].format(k=k)
-
-
-def cut(ranked: Iterable[str], always_served: frozenset[str] | set[str], ks: Sequence[int]) -> list[str]:
-    """The ranking with always-served documents removed, as deep as the metrics look:
-    the largest K, and at least 10 for nDCG@10. `top` (what is logged) is its first max(ks)."""
-    depth = max(max(ks), 10)
-    out = []
-    for doc_id in ranked:
-        if doc_id in always_served:
-            continue
-        out.append(doc_id)
-        if len(out) == depth:
-            break
-    return out
-
-
-def score_query(top: Sequence[str], positives: set[str], noise: set[str], ks: Sequence[int]) -> dict[str, float]:
-    """Metrics of one query from its `top` list (always-served documents already removed)."""
-    if not positives:
-        raise ValueError("a golden query must have at least one positive")
-    values: dict[str, float] = {}
-    for k in sorted(set(ks)):
-        head = top[:k]
-        values[f"recall_at_{k}"] = sum(d in positives for d in head) / len(positives)
-    for k in sorted(set(ks)):
-        values[f"noise_at_{k}"] = sum(d in noise for d in top[:k]) / k
-    values["mrr"] = next((1.0 / (i + 1) for i, d in enumerate(top[: max(ks)]) if d in positives), 0.0)
-    dcg = sum(1.0 / math.log2(i + 2) for i, d in enumerate(top[:10]) if d in positives)
-    idcg = sum(1.0 / math.log2(i + 2) for i in range(min(len(positives), 10)))
-    values["ndcg_at_10"] = dcg / idcg
-    return values
-
-
-def judged_share(top: Sequence[str], judged: set[str], ks: Sequence[int]) -> dict[str, float]:
-    """`judged_at_K`: the share of `top[:K]` judged for the query, over the documents there (K,
-    or fewer when fewer were ranked: ir_measures' Judged@K); 0 when nothing was ranked."""
-    values = {}
-    for k in sorted(set(ks)):
-        head = top[:k]
-        values[f"judged_at_{k}"] = sum(d in judged for d in head) / len(head) if head else 0.0
-    return values
-
-
-def condensed(ranked: Iterable[str], always_served: frozenset[str] | set[str], judged: set[str], ks) -> list[str]:
-    """The condensed list: the whole ranking with always-served documents and the documents not
-    judged for the query removed, as deep as the metrics look."""
-    return cut((d for d in ranked if d in judged), always_served, ks)
-
-
-def mean_scores(per_query: Sequence[dict[str, float]], names: Sequence[str]) -> dict[str, float]:
-    if not per_query:
-        raise ValueError("no query to average over")
-    return {n: math.fsum(q[n] for q in per_query) / len(per_query) for n in names}
-
-
-def score_run(
-    queries: Sequence[tuple[str, str | None]],
-    rankings: Sequence[Sequence[str]],
-    always_served: frozenset[str],
-    positives: dict[str, set[str]],
-    noise: dict[str, set[str]],
-    ks: Sequence[int],
-) -> list[dict]:
-    """One row per query: `qid`, `project`, every metric by name (`logged_names`), and `top`
-    (max(ks) deep). `queries` are (qid, project) pairs aligned with `rankings` (document ids,
-    best first, as deep as the retriever ranked: the condensed view reads below `top`)."""
-    rows = []
-    for (qid, project), ranked in zip(queries, rankings, strict=True):
-        top = cut(ranked, always_served, ks)
-        judged = positives[qid] | noise[qid]
-        short = condensed(ranked, always_served, judged, ks)
-        row = {"qid": qid, "project": project, **score_query(top, positives[qid], noise[qid], ks)}
-        row.update(judged_share(top, judged, ks))
-        row.update({CONDENSED + k: v for k, v in score_query(short, positives[qid], noise[qid], ks).items()})
-        rows.append({**row, "top": top[: max(ks)]})
-    return rows
