@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from support.stores import sqlite_store
 
 # hypothesis keeps a `.hypothesis/` folder in the working directory; tests write nothing into the
 # source tree: it goes to a temporary folder (set before hypothesis is first imported)
@@ -115,7 +116,8 @@ def spool_in_tmp(tmp_path_factory, monkeypatch):
 
 @pytest.fixture
 def mlflow_uri(tmp_path, monkeypatch):
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    """A new MLflow sqlite store in tmp_path (set up: tests/support/stores.py), set as the tracking URI."""
+    uri = sqlite_store(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     return uri
 

@@ -23,6 +23,7 @@ from embedding_server import EmbeddingServer
 from fake_encoder import HashedBagEncoder
 from mlflow.tracking import MlflowClient
 from servers import mlflow_ui
+from support.stores import sqlite_store
 
 pytestmark = pytest.mark.slow
 
@@ -56,7 +57,7 @@ def multirun(args: list[str], cwd: Path, env: dict) -> str:
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Store:
     root = build_demo(tmp_path_factory.mktemp("browser-store"))
-    uri = f"sqlite:///{root}/mlflow.db"
+    uri = sqlite_store(root)
     env = {"MLFLOW_TRACKING_URI": uri, "CORTEX_CACHE_DIR": str(root / "cache"), "CORTEX_SPOOL_DIR": str(root / "spool")}
     data = [f"data.{k}={root}/{v}" for k, v in (("corpus", "data/demo/corpus.jsonl"), ("golden", "golden/demo"))]
     data += ["data=files", f"data.serves={root}/data/demo/serves.jsonl"]

@@ -9,6 +9,7 @@ import pytest
 import yaml
 from conftest import compose, files_overrides, run_cli
 from mlflow.tracking import MlflowClient
+from support.stores import sqlite_store
 
 from cortex_exp import tracking
 from cortex_exp.golden import load_golden
@@ -68,7 +69,7 @@ def test_cli_run_on_demo_data_lands_in_mlflow_per_contract(tmp_path, retriever):
 
 
 def test_an_exception_after_the_run_starts_marks_it_failed(demo_dir, tmp_path, monkeypatch):
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = sqlite_store(tmp_path)
     settings = compose(files_overrides(demo_dir, uri))
 
     def boom(*a, **k):
@@ -93,7 +94,7 @@ def test_core_lexical_path_imports_no_torch_faiss_nor_httpx(demo_dir, tmp_path):
     code = (
         "import sys; from pathlib import Path; from conftest import compose, files_overrides; "
         "from cortex_exp.run import benchmark; "
-        f"benchmark.run(compose(files_overrides(Path({str(demo_dir)!r}), 'sqlite:///{tmp_path}/m.db'))); "
+        f"benchmark.run(compose(files_overrides(Path({str(demo_dir)!r}), {sqlite_store(tmp_path, 'm.db')!r}))); "
         "print('LOADED', [m for m in ('torch', 'sentence_transformers', 'faiss', 'httpx') if m in sys.modules])"
     )
     out = subprocess.run(

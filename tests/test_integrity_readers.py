@@ -25,6 +25,7 @@ import pytest
 from conftest import ROOT, compose_cfg
 from support.integrity import Bench, Compare, Golden, Process, _bench, _new_process, beir_case, make_case_folder
 from support.integrity import execute as run_command
+from support.stores import sqlite_store
 
 from cortex_exp.golden import load_golden
 from cortex_exp.golden.build import build_from_files
@@ -329,7 +330,7 @@ CASES: dict[str, Case] = {
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    return f"sqlite:///{tmp_path_factory.mktemp('store')}/mlflow.db"
+    return sqlite_store(tmp_path_factory.mktemp("store"))
 
 
 @pytest.fixture
@@ -524,7 +525,7 @@ def test_plan_create_with_a_closed_stdout_logs_its_plan(ctx):
 def test_a_benchmark_with_a_closed_stdout_finishes_its_run(tmp_path):
     d = tmp_path / "case"
     make_case_folder(d)
-    uri = f"sqlite:///{tmp_path}/m.db"
+    uri = sqlite_store(tmp_path, "m.db")
     data = ["data=files", f"data.corpus={d}/corpus.jsonl", f"data.golden={d}/golden", f"mlflow.tracking_uri={uri}"]
     code, err = _closed_stdout(["cortex_exp", *data], tmp_path)
     assert code == 0 and "Traceback" not in err and "BrokenPipe" not in err, err

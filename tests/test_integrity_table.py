@@ -43,6 +43,7 @@ from support.integrity import (
     snapshot,
     unreadable,
 )
+from support.stores import sqlite_store
 
 DEEP = "[" * 200_000 + "]" * 200_000
 LONG_INT = '{"id": ' + "7" * 5000 + "}"
@@ -537,7 +538,7 @@ CASES: dict[str, Case] = {
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     """One MLflow store for every case: each counts the runs it adds."""
-    return f"sqlite:///{tmp_path_factory.mktemp('store')}/mlflow.db"
+    return sqlite_store(tmp_path_factory.mktemp("store"))
 
 
 def test_the_table_holds_at_least_40_cases():

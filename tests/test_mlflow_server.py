@@ -7,13 +7,14 @@ import json
 import pytest
 from conftest import files_overrides, run_cli
 from servers import mlflow_server
+from support.stores import sqlite_store
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def server(tmp_path):
-    store = f"sqlite:///{tmp_path}/server.db"
+    store = sqlite_store(tmp_path, "server.db")
     with mlflow_server(store, tmp_path / "server-artifacts", tmp_path / "mlflow.log") as url:
         yield url
 

@@ -11,6 +11,7 @@ from conftest import build_demo, files_overrides, run_cli
 from fake_encoder import HashedBagEncoder
 from loopback import embedding_server, reference_process
 from mlflow.tracking import MlflowClient
+from support.stores import sqlite_store
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +21,7 @@ def world(tmp_path_factory):
     root = build_demo(tmp_path_factory.mktemp("service_e2e"))
     embeddings = embedding_server(HashedBagEncoder())
     env = {"CORTEX_CACHE_DIR": str(root / "cache")}  # one embedding cache: nothing is encoded twice
-    yield {"root": root, "uri": f"sqlite:///{root}/mlflow.db", "embeddings": embeddings.url, "env": env}
+    yield {"root": root, "uri": sqlite_store(root), "embeddings": embeddings.url, "env": env}
     embeddings.close()
 
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import mlflow
 import pytest
 from mlflow.entities import AssessmentSource, Document, SpanType
+from support.stores import sqlite_store
 from tracedemo import DEMO_SLICE, assert_same_golden, demo_log, replay
 
 from cortex_exp.golden.__main__ import main
@@ -26,7 +27,7 @@ DOCS = [
 def store(tmp_path_factory):
     """One sqlite store for the module (its schema set-up costs seconds); each test its own experiment."""
     root = tmp_path_factory.mktemp("traces")
-    uri = f"sqlite:///{root}/mlflow.db"
+    uri = sqlite_store(root)
     corpus = root / "corpus.jsonl"
     corpus.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
     return uri, corpus

@@ -13,6 +13,7 @@ import pytrec_eval
 from conftest import build_demo, files_overrides, run_cli
 from mlflow.tracking import MlflowClient
 from ranx import Qrels, Run, evaluate
+from support.stores import sqlite_store
 
 from cortex_exp.golden.export import export
 
@@ -39,7 +40,7 @@ def read_trec(path, kind):
 def demo_run(tmp_path_factory):
     """One bm25_v2 run on the demo data through the command line: its rows and its run.trec."""
     root = build_demo(tmp_path_factory.mktemp("roundtrip"))
-    uri = f"sqlite:///{root}/mlflow.db"
+    uri = sqlite_store(root)
     r = run_cli(["cortex_exp", *files_overrides(root, uri), "retriever=bm25_v2"], root)
     assert r.returncode == 0, r.stderr
     run_id = r.stdout.split("run_id: ")[-1].strip()
