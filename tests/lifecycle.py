@@ -13,8 +13,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conftest import ROOT, TINY_DOCS, TINY_SERVES, write_jsonl
+from support import ROOT
 from support.stores import copy_store, sqlite_store
+from support.tiny import TINY_DOCS, TINY_SERVES, write_jsonl
 
 
 def tiny_dataset(root: Path) -> Path:

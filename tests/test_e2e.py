@@ -9,6 +9,7 @@ import pytest
 import yaml
 from conftest import compose, files_overrides, run_cli
 from mlflow.tracking import MlflowClient
+from support import ROOT
 from support.stores import sqlite_store
 
 from cortex_exp import tracking
@@ -88,11 +89,11 @@ def test_core_lexical_path_imports_no_torch_faiss_nor_httpx(demo_dir, tmp_path):
     httpx with httpcore 0.31 s under `python -X importtime`: docs/measured.md)."""
     import os
     import subprocess
-    from pathlib import Path
 
-    tests = Path(__file__).parent
+    tests = ROOT / "tests"
     code = (
-        "import sys; from pathlib import Path; from conftest import compose, files_overrides; "
+        "import sys; from pathlib import Path; from support.cli import compose; "
+        "from support.demo import files_overrides; "
         "from cortex_exp.run import benchmark; "
         f"benchmark.run(compose(files_overrides(Path({str(demo_dir)!r}), {sqlite_store(tmp_path, 'm.db')!r}))); "
         "print('LOADED', [m for m in ('torch', 'sentence_transformers', 'faiss', 'httpx') if m in sys.modules])"

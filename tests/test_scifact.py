@@ -9,9 +9,8 @@ the source tree.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from support import ROOT
 
 from cortex_exp.data.corpus import load_corpus
 from cortex_exp.golden.beir import import_beir
@@ -19,7 +18,7 @@ from cortex_exp.metrics import cut, mean_scores, score_query
 from cortex_exp.retrievers.bm25_v2 import Bm25V2
 from cortex_exp.retrievers.dense import Dense
 
-SCIFACT = Path(__file__).resolve().parents[2] / "shared/data/scifact"
+SCIFACT = ROOT.parent / "shared/data/scifact"
 KS = (10, 100)
 
 pytestmark = pytest.mark.slow

@@ -15,13 +15,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from conftest import ROOT, TINY_DOCS, TINY_SERVES, write_jsonl
 from embedding_server import EmbeddingServer
 
 from cortex_exp.errors import run_cli
 from cortex_exp.golden.build import build_from_files
 from cortex_exp.retrievers import code_version
 from cortex_exp.run import indexes, ranking_cache
+from support import ROOT
+from support.cli import compose_cfg
+from support.tiny import TINY_DOCS, TINY_SERVES, write_jsonl
 
 # --- the commands ------------------------------------------------------------------------------
 
@@ -92,8 +94,6 @@ def _new_process() -> None:
 
 
 def _settings(ctx: Ctx, command: Bench):
-    from conftest import compose_cfg
-
     from cortex_exp.cli.config import settings_from_cfg
 
     overrides = (ctx.data if command.data else []) + [f"mlflow.tracking_uri={ctx.uri}", *command.overrides]
