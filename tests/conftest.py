@@ -57,7 +57,8 @@ def mlflow_uri(tmp_path, monkeypatch):
 
 @pytest.fixture
 def demo_dir(tmp_path_factory):
-    """A working directory holding the generated demo data and its golden set (built once per test)."""
+    """A working directory holding the demo data and its golden set, the test's own copy
+    (generated once per process: tests/support/demo.py)."""
     return build_demo(tmp_path_factory.mktemp("demo"))
 
 
