@@ -10,6 +10,7 @@ import yaml
 from conftest import compose, files_overrides, run_cli
 from mlflow.tracking import MlflowClient
 from support import ROOT
+from support.cli import run_main
 from support.stores import sqlite_store
 
 from cortex_exp import tracking
@@ -109,13 +110,13 @@ def test_core_lexical_path_imports_no_torch_faiss_nor_httpx(demo_dir, tmp_path):
 
 
 def test_unknown_config_key_is_usage_error_exit_2(tmp_path):
-    r = run_cli(["cortex_exp", "retriever=nope"], tmp_path)
+    r = run_main(["cortex_exp", "retriever=nope"], tmp_path)
     assert r.returncode == 2
-    r = run_cli(["cortex_exp", "faults.lexical=sometimes", f"mlflow.tracking_uri=sqlite:///{tmp_path}/m.db"], tmp_path)
+    r = run_main(["cortex_exp", "faults.lexical=sometimes", f"mlflow.tracking_uri=sqlite:///{tmp_path}/m.db"], tmp_path)
     assert r.returncode == 2 and "faults.lexical" in r.stderr
 
 
 def test_unreachable_tracking_server_exits_4_before_any_work(tmp_path):
-    r = run_cli(["cortex_exp", "mlflow.tracking_uri=http://127.0.0.1:9"], tmp_path)
+    r = run_main(["cortex_exp", "mlflow.tracking_uri=http://127.0.0.1:9"], tmp_path)
     assert r.returncode == 4 and "MLFLOW UNREACHABLE: http://127.0.0.1:9" in r.stderr
     assert not (tmp_path / "data").exists()

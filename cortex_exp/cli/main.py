@@ -107,3 +107,24 @@ def entry() -> None:
         raise
     finally:
         interrupts.closing()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m cortex_exp ARGV` as a function, the shape of every other command's `main`: the
+    exit code the process would end with (`entry` ends the process by `SystemExit`). For a caller
+    in one process (the tests): what a command sets up for its process (signal handlers, logging,
+    stdout's wrapper) stays set up after it."""
+    saved = sys.argv
+    if argv is not None:
+        sys.argv = [saved[0] if saved else "cortex_exp", *argv]
+    _state["task_started"] = False
+    try:
+        entry()
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        print(exc.code, file=sys.stderr)  # as the interpreter prints a SystemExit's message
+        return 1
+    finally:
+        sys.argv = saved
+    return 0
