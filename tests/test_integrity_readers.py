@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 from conftest import ROOT, compose_cfg
-from support.integrity import Bench, Compare, Golden, Process, _bench, _new_process, beir_case, make_case_folder
+from support.integrity import Bench, Compare, Golden, Main, Process, _bench, _new_process, beir_case, make_case_folder
 from support.integrity import execute as run_command
 from support.stores import sqlite_store
 
@@ -37,9 +37,9 @@ BOM = b"\xef\xbb\xbf"
 
 @dataclass(frozen=True)
 class WithEnv:
-    """`command` (a `Process`) with `env` added to its environment."""
+    """`command` (a `Process`, or a `Main` in this process) with `env` added to its environment."""
 
-    command: Process
+    command: Process | Main
     env: tuple[tuple[str, str], ...]
 
 
@@ -313,12 +313,12 @@ CASES: dict[str, Case] = {
         ("retriever.lexical._target_: builtins.dict built a dict, which has no index() method",),
     ),
     "CORTEX_ALLOW_TARGET_OVERRIDES=false refuses a command-line _target_": Case(
-        lambda ctx: WithEnv(Process(("cortex_exp", *ctx.data, "retriever.lexical._target_=os.getcwd")), TARGET_OFF),
+        lambda ctx: WithEnv(Main(("cortex_exp", *ctx.data, "retriever.lexical._target_=os.getcwd")), TARGET_OFF),
         2,
         ("CORTEX_ALLOW_TARGET_OVERRIDES=false: the command line may not name", "retriever.lexical._target_=os.getcwd"),
     ),
     "CORTEX_ALLOW_TARGET_OVERRIDES=false refuses a _target_ inside a value": Case(
-        lambda ctx: WithEnv(Process(("cortex_exp", *ctx.data, "+retriever.extra={_target_:os.getcwd}")), TARGET_OFF),
+        lambda ctx: WithEnv(Main(("cortex_exp", *ctx.data, "+retriever.extra={_target_:os.getcwd}")), TARGET_OFF),
         2,
         ("+retriever.extra={{_target_:os.getcwd}}: names a callable",),
     ),

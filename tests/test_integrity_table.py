@@ -28,6 +28,7 @@ from support.integrity import (
     Compare,
     Ctx,
     Golden,
+    Main,
     Process,
     _new_process,
     beir_case,
@@ -491,12 +492,12 @@ CASES: dict[str, Case] = {
         ("metrics.ks: must be a non-empty list of positive integers",),
     ),
     "config data.seed=inf (Hydra's type check)": Case(
-        lambda ctx: Process(("cortex_exp", *ctx.data, "data.seed=inf")),
+        lambda ctx: Main(("cortex_exp", *ctx.data, "data.seed=inf")),
         2,
         ("Error merging override data.seed=inf",),
     ),
     "config max_age_days=inf (Hydra's type check)": Case(
-        lambda ctx: Process(("cortex_exp", *ctx.data, "gates.max_age_days=inf")),
+        lambda ctx: Main(("cortex_exp", *ctx.data, "gates.max_age_days=inf")),
         2,
         ("Error merging override gates.max_age_days=inf",),
     ),

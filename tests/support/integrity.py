@@ -22,7 +22,7 @@ from cortex_exp.golden.build import build_from_files
 from cortex_exp.retrievers import code_version
 from cortex_exp.run import indexes, ranking_cache
 from support import ROOT
-from support.cli import compose_cfg
+from support.cli import compose_cfg, run_main
 from support.tiny import TINY_DOCS, TINY_SERVES, write_jsonl
 
 # --- the commands ------------------------------------------------------------------------------
@@ -43,6 +43,14 @@ class Golden:
 
 @dataclass(frozen=True)
 class Compare:
+    argv: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Main:
+    """`python -m <argv>` in this process, through the command's `main(argv)` (`run_main`): the
+    whole command line, Hydra's own checks included."""
+
     argv: tuple[str, ...]
 
 
@@ -128,6 +136,10 @@ def execute(ctx: Ctx, command, capsys) -> tuple[int, str]:
     capsys.readouterr()
     if isinstance(command, Process):
         return _process(ctx, command)
+    if isinstance(command, Main):
+        store = [f"mlflow.tracking_uri={ctx.uri}"] if command.argv[0] == "cortex_exp" else []
+        done = run_main([*command.argv, *store], ctx.d.parent)
+        return done.returncode, done.stderr
     if isinstance(command, Bench):
         code = _bench(ctx, command)
     elif isinstance(command, Golden):
