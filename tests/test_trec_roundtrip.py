@@ -12,7 +12,6 @@ import pytest
 import pytrec_eval
 from conftest import build_demo, files_overrides
 from mlflow.tracking import MlflowClient
-from ranx import Qrels, Run, evaluate
 from support.cli import run_main
 from support.stores import sqlite_store
 
@@ -53,6 +52,8 @@ def demo_run(tmp_path_factory):
 
 
 def test_pytrec_eval_and_ranx_agree_with_our_per_query_values(demo_run):
+    from ranx import Qrels, Run, evaluate  # 1.5 s of imports (numba, matplotlib): not at collection
+
     root, rows = demo_run["root"], demo_run["rows"]
     qrels, run = read_trec(root / "export/qrels.txt", "qrels"), read_trec(demo_run["trec"], "run")
     assert set(run) <= set(qrels) and len(qrels) == len(rows)
