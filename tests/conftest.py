@@ -15,6 +15,40 @@ from support.tiny import TINY_DOCS, TINY_SERVES, write_jsonl
 # hypothesis keeps a `.hypothesis/` folder in the working directory; tests write nothing into the
 # source tree: it goes to a temporary folder (set before hypothesis is first imported)
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "cortex-hypothesis"))
+# MLflow writes traces from a background queue by default, and `flush_trace_async_logging` waits
+# for its consumer's poll (up to 1 s a flush: 34 of test_traces.py's 39 s). The tests write them
+# synchronously: the same traces in the store, read by the same code.
+os.environ.setdefault("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
+# The modules that take longest (measured: docs/testing.md), handed out first on two processes
+# so that none of them runs alone at the end; then the rest of the slow tier, then the fast one.
+LONGEST = (
+    "test_signals.py",
+    "test_traces_team.py",
+    "test_team_setup.py",
+    "test_concurrent_runs.py",
+    "test_tracking_failures.py",
+    "test_browser.py",
+    "test_tampering.py",
+    "test_multirun.py",
+    "test_integrity_deadlines.py",
+    "test_integrity_readers.py",
+    "test_terminal.py",
+    "test_e2e.py",
+    "test_integrity_table.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    """The longest modules first, then the rest of the slow tier, then the fast one (each
+    module's tests kept together, in their order): on two processes, a module of minutes
+    handed out last would run alone at the end."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+
+    def rank(item) -> tuple[int, int]:
+        name = item.path.name
+        return (0, LONGEST.index(name)) if name in LONGEST else (1 if item.path in slow else 2, 0)
+
+    items.sort(key=rank)
 
 
 @pytest.fixture
