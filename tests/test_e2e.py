@@ -28,7 +28,8 @@ def artifact(client, run_id, name, tmp_path):
 @pytest.mark.parametrize("retriever", ["bm25_v1", "bm25_v2"])
 def test_cli_run_on_demo_data_lands_in_mlflow_per_contract(tmp_path, retriever):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    r = run_cli(["cortex_exp", "row=core", f"retriever={retriever}", f"mlflow.tracking_uri={uri}"], tmp_path)
+    run = run_cli if retriever == "bm25_v2" else run_main  # python -m cortex_exp's smoke test: one process
+    r = run(["cortex_exp", "row=core", f"retriever={retriever}", f"mlflow.tracking_uri={uri}"], tmp_path)
     assert r.returncode == 0, r.stderr
     last = r.stdout.strip().splitlines()[-1]
     assert last.startswith("run_id: ")
