@@ -15,10 +15,6 @@ from support.tiny import TINY_DOCS, TINY_SERVES, write_jsonl
 # hypothesis keeps a `.hypothesis/` folder in the working directory; tests write nothing into the
 # source tree: it goes to a temporary folder (set before hypothesis is first imported)
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "cortex-hypothesis"))
-# MLflow writes traces from a background queue by default, and `flush_trace_async_logging` waits
-# for its consumer's poll (up to 1 s a flush: 34 of test_traces.py's 39 s). The tests write them
-# synchronously: the same traces in the store, read by the same code.
-os.environ.setdefault("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
 # The modules that take longest (measured: docs/testing.md), handed out first on two processes
 # so that none of them runs alone at the end; then the rest of the slow tier, then the fast one.
 LONGEST = (

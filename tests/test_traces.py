@@ -23,6 +23,15 @@ DOCS = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def traces_written_synchronously(monkeypatch):
+    """These tests flush after every trace (the docs' way), and MLflow's background queue makes
+    each flush wait for its consumer's poll (up to 1 s: 34 of this module's 39 s). Written
+    synchronously (read when `set_experiment` sets the exporter up), the same traces land in the
+    store and are read by the same code; a batch replay (test_traces_team.py) keeps the queue."""
+    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     """One sqlite store for the module (its schema set-up costs seconds); each test its own experiment."""
