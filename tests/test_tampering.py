@@ -18,22 +18,16 @@ import pytest
 from conftest import ROOT, compose, files_overrides
 from embedding_server import EmbeddingServer
 from fake_encoder import HashedBagEncoder
+from support.cli import new_process
 from support.stores import sqlite_store
 
 from cortex_exp.errors import GateRefused
 from cortex_exp.golden import load_golden
-from cortex_exp.retrievers import code_version
 from cortex_exp.retrievers.dense import Dense
 from cortex_exp.retrievers.embed_cache import text_key
-from cortex_exp.run import benchmark, indexes, ranking_cache
+from cortex_exp.run import benchmark
 
 pytestmark = pytest.mark.slow
-
-
-def new_process():
-    ranking_cache._MEMORY.clear()
-    indexes._INDEXES.clear()
-    code_version.clear()
 
 
 def run(settings):

@@ -60,8 +60,8 @@ def run_main(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.
 
 
 def new_process() -> None:
-    """Forget what this process memoized (rankings, indexes, code versions), as a new process of
-    the command would not have it."""
+    """Forget what this process memoized (rankings, indexes, code versions), as the next
+    `python -m` would not hold them."""
     from cortex_exp.retrievers import code_version
     from cortex_exp.run import indexes, ranking_cache
 

@@ -19,10 +19,8 @@ from embedding_server import EmbeddingServer
 
 from cortex_exp.errors import run_cli
 from cortex_exp.golden.build import build_from_files
-from cortex_exp.retrievers import code_version
-from cortex_exp.run import indexes, ranking_cache
 from support import ROOT
-from support.cli import compose_cfg, run_main
+from support.cli import compose_cfg, new_process, run_main
 from support.tiny import TINY_DOCS, TINY_SERVES, write_jsonl
 
 # --- the commands ------------------------------------------------------------------------------
@@ -94,11 +92,7 @@ class Case:
     runs: int = 0  # MLflow runs the command creates
 
 
-def _new_process() -> None:
-    """Forget what this process memoized, as the next `python -m cortex_exp` would."""
-    ranking_cache._MEMORY.clear()
-    indexes._INDEXES.clear()
-    code_version.clear()
+_new_process = new_process  # the name the integrity tables import
 
 
 def _settings(ctx: Ctx, command: Bench):
