@@ -5,16 +5,16 @@ be built fails the test that asks for it: nothing is dropped silently."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from fake_encoder import FakeEncoder
+from support import ROOT
 
 from cortex_exp.retrievers.bm25_v1 import Bm25V1
 from cortex_exp.retrievers.bm25_v2 import Bm25V2
 from cortex_exp.retrievers.dense import Dense
 from cortex_exp.retrievers.fusion import Fusion
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "custom_retriever"
+EXAMPLE = ROOT / "examples" / "custom_retriever"
 
 
 def example_class():

@@ -1,86 +1,50 @@
-"""Shared fixtures: tiny hand-checkable data, and a throwaway MLflow store per test."""
+"""The fixtures every test module may ask for: tiny hand-checkable data, the demo data, a new
+MLflow store; and what every test gets (its own caches, the commands' logging). The helpers
+live in tests/support/."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import tempfile
-from pathlib import Path
 
 import pytest
+from support.demo import build_demo
+from support.stores import sqlite_store
+from support.tiny import TINY_DOCS, TINY_SERVES, write_jsonl
 
 # hypothesis keeps a `.hypothesis/` folder in the working directory; tests write nothing into the
 # source tree: it goes to a temporary folder (set before hypothesis is first imported)
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "cortex-hypothesis"))
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def write_jsonl(path: Path, rows) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
-def doc(id, title="", text="", project="p1", kind="decision", always_served=False):
-    return {"id": id, "title": title, "text": text, "project": project, "kind": kind, "always_served": always_served}
-
-
-def serve(serve_id, task, items, project="p1", ts="2026-11-20T10:00:00Z"):
-    return {
-        "serve_id": serve_id,
-        "ts": ts,
-        "project": project,
-        "task": task,
-        "items": [{"doc_id": d, "channel": ch, "rank": r, "verdict": v} for d, ch, r, v in items],
-    }
+# The modules that take longest (measured: docs/testing.md), handed out first on two processes
+# so that none of them runs alone at the end; then the rest of the slow tier, then the fast one.
+LONGEST = (
+    "test_signals.py",
+    "test_traces_team.py",
+    "test_team_setup.py",
+    "test_concurrent_runs.py",
+    "test_tracking_failures.py",
+    "test_browser.py",
+    "test_tampering.py",
+    "test_multirun.py",
+    "test_integrity_deadlines.py",
+    "test_integrity_readers.py",
+    "test_terminal.py",
+    "test_e2e.py",
+    "test_integrity_table.py",
+)
 
 
-TINY_DOCS = [
-    doc("rule-1", "Always run the linter", "Run ruff before every commit.", kind="rule", always_served=True),
-    doc(
-        "d-retry",
-        "Retry ingest worker on ECONNRESET",
-        "Use exponential backoff in ingest_worker.py when the socket resets.",
-    ),
-    doc("d-invoice", "Invoice rounding for JPY", "JPY has no minor unit; round invoice totals with round_half_even."),
-    doc(
-        "d-cache", "Cache invalidation for user profiles", "Invalidate the profile cache on every write to users table."
-    ),
-    doc("d-auth", "Auth gateway token refresh", "Refresh tokens in authGateway.refreshToken before expiry."),
-    doc("d-flaky", "Flaky test in test_invoice_rounding", "The flaky test depends on the currency fixture order."),
-]
+def pytest_collection_modifyitems(items):
+    """The longest modules first, then the rest of the slow tier, then the fast one (each
+    module's tests kept together, in their order): on two processes, a module of minutes
+    handed out last would run alone at the end."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
 
-TINY_SERVES = [
-    serve(
-        "s1",
-        "Fix flaky test in test_invoice_rounding for JPY",
-        [
-            ("rule-1", "always", None, "noise"),
-            ("d-flaky", "search", 1, "helped"),
-            ("d-invoice", "search", 2, "helped"),
-            ("d-cache", "search", 3, "noise"),
-        ],
-    ),
-    serve(
-        "s2",
-        "fix flaky  test in test_invoice_rounding for jpy ",
-        [("rule-1", "always", None, None), ("d-flaky", "search", 1, "noise"), ("d-auth", "search", 2, "wrong")],
-    ),
-    serve(
-        "s3",
-        "Add retry to ingest worker on ECONNRESET",
-        [("rule-1", "always", None, None), ("d-retry", "search", 1, "helped"), ("d-gone", "graph", 2, "helped")],
-    ),
-    serve(
-        "s4",
-        "Refresh the auth token before expiry",
-        [("rule-1", "always", None, None), ("d-auth", "search", 1, "noise")],
-    ),
-    serve("s5", "Speed up profile page", [("rule-1", "always", None, None), ("d-gone", "search", 1, "helped")]),
-]
+    def rank(item) -> tuple[int, int]:
+        name = item.path.name
+        return (0, LONGEST.index(name)) if name in LONGEST else (1 if item.path in slow else 2, 0)
+
+    items.sort(key=rank)
 
 
 @pytest.fixture
@@ -115,78 +79,17 @@ def spool_in_tmp(tmp_path_factory, monkeypatch):
 
 @pytest.fixture
 def mlflow_uri(tmp_path, monkeypatch):
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    """A new MLflow sqlite store in tmp_path (set up: tests/support/stores.py), set as the tracking URI."""
+    uri = sqlite_store(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     return uri
 
 
-def run_cli(args: list[str], cwd: Path, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
-    """Run `python -m <args>` the way a user would, in `cwd`."""
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout
-    )
-
-
-def compose_cfg(overrides: list[str]):
-    """The real Hydra config, composed the way `python -m cortex_exp` does (with its `hydra`
-    node, whose runtime.choices name the chosen options)."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_module
-
-    from cortex_exp.cli.config import register
-
-    register()
-    with initialize_config_module(config_module="cortex_exp.conf", version_base="1.3"):
-        return hydra_compose(config_name="config", overrides=overrides, return_hydra_config=True)
-
-
-def compose(overrides: list[str]):
-    """The real Hydra config as the RunSettings `python -m cortex_exp` would run."""
-    from cortex_exp.cli.config import settings_from_cfg
-
-    cfg = compose_cfg(overrides)
-    return settings_from_cfg(cfg, dict(cfg.hydra.runtime.choices))
-
-
-def build_demo(root: Path) -> Path:
-    """The generated demo data and its golden set under `root` (data/demo/, golden/demo/)."""
-    from cortex_exp.run.prepare import prepare_data
-    from cortex_exp.settings import DataSettings
-
-    data = DataSettings(
-        corpus=str(root / "data/demo/corpus.jsonl"),
-        golden=str(root / "golden/demo"),
-        serves=str(root / "data/demo/serves.jsonl"),
-        generate=True,
-        seed=7,
-    )
-    prepare_data(data, lambda m: None)
-    return root
-
-
 @pytest.fixture
 def demo_dir(tmp_path_factory):
-    """A working directory holding the generated demo data and its golden set (built once per test)."""
+    """A working directory holding the demo data and its golden set, the test's own copy
+    (generated once per process: tests/support/demo.py)."""
     return build_demo(tmp_path_factory.mktemp("demo"))
-
-
-def files_overrides(root: Path, uri: str) -> list[str]:
-    return [
-        "data=files",
-        f"data.corpus={root}/data/demo/corpus.jsonl",
-        f"data.golden={root}/golden/demo",
-        f"data.serves={root}/data/demo/serves.jsonl",
-        f"mlflow.tracking_uri={uri}",
-    ]
-
-
-def first_block(lines: list[str]) -> list[str]:
-    """The summary table's first block of columns (a table wider than 100 columns comes in
-    blocks, each repeating the run and role columns): its header, rule and one line per job."""
-    start = lines.index(next(line for line in lines if line.startswith("run ")))
-    end = lines.index("", start) if "" in lines[start:] else len(lines)
-    return lines[start:end]
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -200,3 +103,11 @@ def _no_tracking_uri_leaks_between_modules():
         os.environ.pop("MLFLOW_TRACKING_URI", None)
     else:
         os.environ["MLFLOW_TRACKING_URI"] = before
+
+
+# The helpers of tests/support/, where the test modules imported them from before they moved
+# there (`from conftest import ...`); tests/support/ is where to import them from.
+from support import ROOT  # noqa: E402, F401
+from support.cli import compose, compose_cfg, first_block, run_cli  # noqa: E402, F401
+from support.demo import files_overrides  # noqa: E402, F401
+from support.tiny import doc, serve  # noqa: E402, F401

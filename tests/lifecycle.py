@@ -13,7 +13,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conftest import ROOT, TINY_DOCS, TINY_SERVES, write_jsonl
+from support import ROOT
+from support.stores import copy_store, sqlite_store
+from support.tiny import TINY_DOCS, TINY_SERVES, write_jsonl
 
 
 def tiny_dataset(root: Path) -> Path:
@@ -108,8 +110,8 @@ class Launch:
 
 
 class MlflowServer:
-    """A real `mlflow server` on 127.0.0.1 with its own sqlite store and artifacts under `folder`;
-    started at once, `ready()` waits for /health."""
+    """A real `mlflow server` on 127.0.0.1 with its own sqlite store (a new one, set up: a copy of
+    the template) and artifacts under `folder`; started at once, `ready()` waits for /health."""
 
     def __init__(self, folder: Path):
         import socket
@@ -117,7 +119,7 @@ class MlflowServer:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        folder.mkdir(parents=True, exist_ok=True)
+        store = sqlite_store(folder, "server.db")
         self.url = f"http://127.0.0.1:{port}"
         self.proc = subprocess.Popen(
             [
@@ -130,7 +132,7 @@ class MlflowServer:
                 "--workers",
                 "1",
                 "--backend-store-uri",
-                f"sqlite:///{folder}/server.db",
+                store,
                 "--artifacts-destination",
                 str(folder / "artifacts"),
             ],
@@ -159,22 +161,15 @@ class MlflowServer:
 
 
 def migrated_store(folder: Path) -> Path:
-    """An empty MLflow sqlite store with its schema set up (MLflow's migrations take seconds:
-    tests that are not about store creation copy this file instead)."""
-    from mlflow.tracking import MlflowClient
-
-    folder.mkdir(parents=True, exist_ok=True)
-    MlflowClient(f"sqlite:///{folder}/template.db").search_experiments()
+    """An empty MLflow sqlite store with its schema set up, `folder/template.db`: a copy of this
+    process's template (tests/support/stores.py), for tests that copy it again per case."""
+    sqlite_store(folder, "template.db")
     return folder / "template.db"
 
 
 def store_from(template: Path, folder: Path) -> str:
     """A copy of the migrated `template` as `folder/mlflow.db`; its URI."""
-    import shutil
-
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(template, folder / "mlflow.db")
-    return f"sqlite:///{folder}/mlflow.db"
+    return copy_store(template, folder)
 
 
 def store_runs(uri: str) -> list:

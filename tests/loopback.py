@@ -13,10 +13,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from fake_encoder import FakeEncoder
+from support import ROOT
 
 from cortex_exp.retrievers.dense import Dense
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = ROOT / "examples"
 
 # (method, path, JSON body or None, headers) -> (status, JSON payload, or raw bytes)
 Handler = Callable[[str, str, object, dict], tuple[int, object]]

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from support import ROOT
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+BENCH = ROOT / "bench"
 
 
 @pytest.mark.parametrize("script", sorted(p.name for p in BENCH.glob("*.py")))

@@ -19,11 +19,13 @@ from pathlib import Path
 
 import pytest
 from browser import Page, chromium, literal
-from conftest import build_demo, run_cli
+from conftest import build_demo
 from embedding_server import EmbeddingServer
 from fake_encoder import HashedBagEncoder
 from mlflow.tracking import MlflowClient
 from servers import mlflow_ui
+from support.cli import run_main
+from support.stores import sqlite_store
 
 pytestmark = pytest.mark.slow
 
@@ -49,7 +51,7 @@ class Store:
 
 
 def multirun(args: list[str], cwd: Path, env: dict) -> str:
-    r = run_cli(["cortex_exp", "-m", *args], cwd, env=env)
+    r = run_main(["cortex_exp", "-m", *args], cwd, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     last = r.stdout.strip().splitlines()[-1]
     assert last.startswith("parent_run_id: "), r.stdout[-2000:]
@@ -59,7 +61,7 @@ def multirun(args: list[str], cwd: Path, env: dict) -> str:
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Store:
     root = build_demo(tmp_path_factory.mktemp("browser-store"))
-    uri = f"sqlite:///{root}/mlflow.db"
+    uri = sqlite_store(root)
     env = {"MLFLOW_TRACKING_URI": uri, "CORTEX_CACHE_DIR": str(root / "cache"), "CORTEX_SPOOL_DIR": str(root / "spool")}
     data = [f"data.{k}={root}/{v}" for k, v in (("corpus", "data/demo/corpus.jsonl"), ("golden", "golden/demo"))]
     data += ["data=files", f"data.serves={root}/data/demo/serves.jsonl"]
@@ -80,7 +82,7 @@ def store(tmp_path_factory) -> Store:
 
     a = job("tags.retriever = 'bm25_v2' and tags.row = 'core'")
     b = job("params.`retriever.fusion.weight` = '0.5'")
-    r = run_cli(["cortex_exp.compare", a, b], root, env=env)
+    r = run_main(["cortex_exp.compare", a, b], root, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     assert any(line.startswith("comparison_run_id: ") for line in (r.stdout + r.stderr).splitlines())
 

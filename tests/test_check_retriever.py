@@ -10,6 +10,7 @@ import pytest
 from components import EXAMPLE
 from conftest import ROOT, TINY_DOCS, run_cli, write_jsonl
 from loopback import Loopback, reference_service
+from support.cli import run_main
 
 from cortex_exp.data.corpus import Corpus, Document
 from cortex_exp.retrievers.contract import check_failure_raises, check_parameters, check_search, searcher
@@ -71,7 +72,7 @@ def test_cli_on_the_example_holds_everything(tmp_path):
 
 
 def test_cli_on_a_broken_retriever_exits_1_naming_the_failure(tmp_path):
-    r = run_cli(["cortex_exp.check_retriever", "broken_retrievers.Swallowing"], tmp_path, env())
+    r = run_main(["cortex_exp.check_retriever", "broken_retrievers.Swallowing"], tmp_path, env())
     assert r.returncode == 1
     assert r.stderr.strip() == (
         "FAILED: a failure raises: indexing an unreadable corpus raised nothing, and every search answers "
@@ -80,16 +81,16 @@ def test_cli_on_a_broken_retriever_exits_1_naming_the_failure(tmp_path):
 
 
 def test_cli_bad_target_is_exit_2(tmp_path):
-    r = run_cli(["cortex_exp.check_retriever", "no_such_module.Thing"], tmp_path, env())
+    r = run_main(["cortex_exp.check_retriever", "no_such_module.Thing"], tmp_path, env())
     assert r.returncode == 2 and "cannot import it" in r.stderr
-    r = run_cli(["cortex_exp.check_retriever", "broken_retrievers.Overlap", "--param", "colour=red"], tmp_path, env())
+    r = run_main(["cortex_exp.check_retriever", "broken_retrievers.Overlap", "--param", "colour=red"], tmp_path, env())
     assert r.returncode == 2 and "cannot build it with {'colour': 'red'}" in r.stderr
 
 
 def test_cli_on_the_reference_service(tmp_path):
     corpus = write_jsonl(tmp_path / "corpus.jsonl", TINY_DOCS)
     with reference_service(corpus, tmp_path / "emb") as url:
-        r = run_cli(["cortex_exp.check_retriever", f"{url}/search", "--corpus", str(corpus)], tmp_path, env())
+        r = run_main(["cortex_exp.check_retriever", f"{url}/search", "--corpus", str(corpus)], tmp_path, env())
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.splitlines()
     assert any(line.startswith("passed   known answers (side dense)") for line in lines)
@@ -103,7 +104,7 @@ def test_cli_on_a_service_answering_a_malformed_request_with_results(tmp_path):
 
     server = Loopback(lenient)
     try:
-        r = run_cli(["cortex_exp.check_retriever", f"{server.url}/search"], tmp_path, env())
+        r = run_main(["cortex_exp.check_retriever", f"{server.url}/search"], tmp_path, env())
     finally:
         server.close()
     assert r.returncode == 1

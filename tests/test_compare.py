@@ -8,6 +8,7 @@ import mlflow
 import numpy as np
 import pytest
 from scipy import stats as sps
+from support import ROOT
 from support.compare_runs import DOCS, KEYS, METRIC_KEYS, log_run, new_store, per_query, rows_of
 
 from cortex_exp.compare.cli import main
@@ -256,10 +257,9 @@ def test_python_dash_m_entry_point(store):
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
     uri, runs = store
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     proc = subprocess.run(
         [
             sys.executable,

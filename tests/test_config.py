@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 from components import EXAMPLE
-from conftest import ROOT, compose, compose_cfg, run_cli
+from conftest import ROOT, compose, compose_cfg
+from support.cli import run_main
 
 from cortex_exp.errors import InputError
 from cortex_exp.rows import ROWS, row_spec
@@ -106,7 +107,7 @@ def test_a_bad_value_names_its_key(overrides, key):
 
 
 def test_an_override_a_retriever_does_not_take_is_exit_2_naming_the_key(tmp_path):
-    r = run_cli(["cortex_exp", "retriever=bm25_v1", "retriever.lexical.title_weight=2"], tmp_path)
+    r = run_main(["cortex_exp", "retriever=bm25_v1", "retriever.lexical.title_weight=2"], tmp_path)
     assert r.returncode == 2, r.stderr
     assert "retriever.lexical.title_weight" in r.stderr and "Bm25V1" in r.stderr
     assert not (tmp_path / "mlflow.db").exists()

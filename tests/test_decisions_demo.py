@@ -10,6 +10,7 @@ import json
 
 import pytest
 from conftest import build_demo, compose, files_overrides
+from support.stores import sqlite_store
 
 from cortex_exp.compare.cli import main as compare_main
 from cortex_exp.compare.plans.cli import main as plan_main
@@ -31,7 +32,7 @@ def plan(uri: str, *args: str) -> str:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     root = build_demo(tmp_path_factory.mktemp("demo"))
-    uri = f"sqlite:///{root}/mlflow.db"
+    uri = sqlite_store(root)
 
     def run(retriever: str) -> str:
         with contextlib.redirect_stdout(io.StringIO()):

@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from support import ROOT
 
 from cortex_exp import demo
 
@@ -269,7 +270,7 @@ def test_cli_prints_the_two_paths(tmp_path):
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()

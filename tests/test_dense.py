@@ -8,18 +8,16 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from fake_encoder import DownEncoder, FakeEncoder, ShortEncoder
+from support import ROOT
 
 from cortex_exp.data.corpus import Corpus, Document
 from cortex_exp.errors import ComponentError
 from cortex_exp.retrievers.dense import Dense
 from cortex_exp.retrievers.embed_cache import CachedEncoder, EmbeddingCache, text_key
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def make_corpus(texts: dict[str, str]) -> Corpus:

@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 from conftest import run_cli
 from scipy import stats as sps
+from support.stores import sqlite_store
 
 pytestmark = pytest.mark.slow
 
 
 def test_the_curve_shrinks_as_the_set_grows_and_is_logged(tmp_path):
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = sqlite_store(tmp_path)
     args = ["bench.detectable_curve", "--days", "10,25", "--tracking-uri", uri, "--results", str(tmp_path / "r")]
     r = run_cli([*args, "--png", str(tmp_path / "curve.png")], tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -9,6 +9,9 @@ import pytest
 import yaml
 from conftest import compose, files_overrides, run_cli
 from mlflow.tracking import MlflowClient
+from support import ROOT
+from support.cli import run_main
+from support.stores import sqlite_store
 
 from cortex_exp import tracking
 from cortex_exp.golden import load_golden
@@ -25,7 +28,8 @@ def artifact(client, run_id, name, tmp_path):
 @pytest.mark.parametrize("retriever", ["bm25_v1", "bm25_v2"])
 def test_cli_run_on_demo_data_lands_in_mlflow_per_contract(tmp_path, retriever):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    r = run_cli(["cortex_exp", "row=core", f"retriever={retriever}", f"mlflow.tracking_uri={uri}"], tmp_path)
+    run = run_cli if retriever == "bm25_v2" else run_main  # python -m cortex_exp's smoke test: one process
+    r = run(["cortex_exp", "row=core", f"retriever={retriever}", f"mlflow.tracking_uri={uri}"], tmp_path)
     assert r.returncode == 0, r.stderr
     last = r.stdout.strip().splitlines()[-1]
     assert last.startswith("run_id: ")
@@ -68,7 +72,7 @@ def test_cli_run_on_demo_data_lands_in_mlflow_per_contract(tmp_path, retriever):
 
 
 def test_an_exception_after_the_run_starts_marks_it_failed(demo_dir, tmp_path, monkeypatch):
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = sqlite_store(tmp_path)
     settings = compose(files_overrides(demo_dir, uri))
 
     def boom(*a, **k):
@@ -87,13 +91,13 @@ def test_core_lexical_path_imports_no_torch_faiss_nor_httpx(demo_dir, tmp_path):
     httpx with httpcore 0.31 s under `python -X importtime`: docs/measured.md)."""
     import os
     import subprocess
-    from pathlib import Path
 
-    tests = Path(__file__).parent
+    tests = ROOT / "tests"
     code = (
-        "import sys; from pathlib import Path; from conftest import compose, files_overrides; "
+        "import sys; from pathlib import Path; from support.cli import compose; "
+        "from support.demo import files_overrides; "
         "from cortex_exp.run import benchmark; "
-        f"benchmark.run(compose(files_overrides(Path({str(demo_dir)!r}), 'sqlite:///{tmp_path}/m.db'))); "
+        f"benchmark.run(compose(files_overrides(Path({str(demo_dir)!r}), {sqlite_store(tmp_path, 'm.db')!r}))); "
         "print('LOADED', [m for m in ('torch', 'sentence_transformers', 'faiss', 'httpx') if m in sys.modules])"
     )
     out = subprocess.run(
@@ -107,13 +111,13 @@ def test_core_lexical_path_imports_no_torch_faiss_nor_httpx(demo_dir, tmp_path):
 
 
 def test_unknown_config_key_is_usage_error_exit_2(tmp_path):
-    r = run_cli(["cortex_exp", "retriever=nope"], tmp_path)
+    r = run_main(["cortex_exp", "retriever=nope"], tmp_path)
     assert r.returncode == 2
-    r = run_cli(["cortex_exp", "faults.lexical=sometimes", f"mlflow.tracking_uri=sqlite:///{tmp_path}/m.db"], tmp_path)
+    r = run_main(["cortex_exp", "faults.lexical=sometimes", f"mlflow.tracking_uri=sqlite:///{tmp_path}/m.db"], tmp_path)
     assert r.returncode == 2 and "faults.lexical" in r.stderr
 
 
 def test_unreachable_tracking_server_exits_4_before_any_work(tmp_path):
-    r = run_cli(["cortex_exp", "mlflow.tracking_uri=http://127.0.0.1:9"], tmp_path)
+    r = run_main(["cortex_exp", "mlflow.tracking_uri=http://127.0.0.1:9"], tmp_path)
     assert r.returncode == 4 and "MLFLOW UNREACHABLE: http://127.0.0.1:9" in r.stderr
     assert not (tmp_path / "data").exists()

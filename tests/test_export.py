@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import doc, run_cli, serve, write_jsonl
+from conftest import doc, serve, write_jsonl
+from support.cli import run_main
 
 from cortex_exp.errors import InputError
 from cortex_exp.golden.build import build_from_files
@@ -68,11 +69,11 @@ def test_refuses_to_write_over_the_golden_set_or_into_another_folder(golden, tmp
 
 
 def test_cli(golden, tmp_path):
-    r = run_cli(
+    r = run_main(
         ["cortex_exp.golden", "export", str(golden.path), "--format", "trec", "--out", str(tmp_path / "o")], tmp_path
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"exported golden set {golden.golden_id} to ")
     assert (tmp_path / "o/qrels.txt").is_file() and (tmp_path / "o/queries.tsv").is_file()
-    r = run_cli(["cortex_exp.golden", "export", str(tmp_path / "nope"), "--out", str(tmp_path / "o2")], tmp_path)
+    r = run_main(["cortex_exp.golden", "export", str(tmp_path / "nope"), "--out", str(tmp_path / "o2")], tmp_path)
     assert r.returncode == 2 and "golden-set folder not found" in r.stderr

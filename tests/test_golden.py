@@ -7,6 +7,7 @@ import json
 
 import pytest
 from conftest import TINY_DOCS, TINY_SERVES, run_cli, write_jsonl
+from support.cli import run_main
 
 from cortex_exp.data.corpus import load_corpus
 from cortex_exp.errors import InputError
@@ -79,7 +80,7 @@ def test_rebuild_in_place_from_manifest_inputs(tiny, tmp_path):
     first = build_from_files(*tiny, out)
     again = rebuild(out)
     assert again.golden_id == first.golden_id and again.manifest["built_at"] >= first.manifest["built_at"]
-    r = run_cli(["cortex_exp.golden", "rebuild", str(out)], tmp_path)
+    r = run_main(["cortex_exp.golden", "rebuild", str(out)], tmp_path)
     assert r.returncode == 0, r.stderr
     assert "golden_id " + first.golden_id in r.stdout
 
@@ -116,7 +117,7 @@ def test_import_beir(tmp_path):
     (beir / "qrels" / "test.tsv").write_text(
         "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\t0\nq2\td2\t0\nq3\tgone\t2\n"
     )
-    r = run_cli(["cortex_exp.golden", "import-beir", str(beir), "--out", str(tmp_path / "out")], tmp_path)
+    r = run_main(["cortex_exp.golden", "import-beir", str(beir), "--out", str(tmp_path / "out")], tmp_path)
     assert r.returncode == 0, r.stderr
     g = load_golden(tmp_path / "out")
     assert [q.qid for q in g.queries] == ["q1"] and g.queries[0].project is None
@@ -260,7 +261,7 @@ def test_an_import_refused_in_a_late_span_writes_nothing(tmp_path, monkeypatch):
 def test_out_folder_holding_the_inputs_is_refused_and_nothing_is_lost(tiny, tmp_path):
     corpus, serves = tiny  # both live in tmp_path
     before = {p.name: p.read_bytes() for p in (corpus, serves)}
-    r = run_cli(
+    r = run_main(
         ["cortex_exp.golden", "build", "--corpus", str(corpus), "--serves", str(serves), "--out", str(tmp_path)],
         tmp_path,
     )
@@ -273,7 +274,7 @@ def test_import_beir_into_its_own_folder_is_refused(tmp_path):
     write_jsonl(beir / "corpus.jsonl", [{"_id": "d1", "title": "A", "text": "alpha"}])
     write_jsonl(beir / "queries.jsonl", [{"_id": "q1", "text": "alpha?"}])
     (beir / "qrels.tsv").write_text("q1\td1\t1\n")
-    r = run_cli(["cortex_exp.golden", "import-beir", str(beir), "--out", str(beir)], tmp_path)
+    r = run_main(["cortex_exp.golden", "import-beir", str(beir), "--out", str(beir)], tmp_path)
     assert r.returncode == 2 and (beir / "qrels.tsv").exists()
 
 

@@ -10,6 +10,7 @@ import json
 
 import mlflow
 import pytest
+from support.stores import sqlite_store
 from support.tiny import FLAKY, RETRY
 
 from cortex_exp.golden import load_golden
@@ -26,7 +27,7 @@ TOPS = {  # run -> qid -> top, best first
 def runs(tiny, tmp_path):
     corpus, serves = tiny
     golden = build_from_files(corpus, serves, tmp_path / "g")
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = sqlite_store(tmp_path)
     client = mlflow.MlflowClient(uri)
     exp = client.create_experiment("cortex_exp", artifact_location=(tmp_path / "mlruns").as_uri())
     ids = {}

@@ -32,11 +32,10 @@ import pytest
 from conftest import ROOT, TINY_DOCS, TINY_SERVES, doc, write_jsonl
 from lifecycle import migrated_store, store_from, store_runs
 from servers import Misbehaving, after_probe
+from support.cli import new_process
 
 from cortex_exp.errors import run_cli
 from cortex_exp.golden.build import build_from_files
-from cortex_exp.retrievers import code_version
-from cortex_exp.run import indexes, ranking_cache
 
 pytestmark = pytest.mark.slow  # real processes, real MLflow runs
 TERM, INT = signal.SIGTERM, signal.SIGINT
@@ -96,12 +95,6 @@ class Case:
     status: str | None = None  # how they end (KILLED, FAILED, FINISHED)
     within: float | None = None  # seconds from the signal to the exit, at most
     check: Callable[[Ctx, list, str], None] | None = None  # what else must hold (the runs, stderr)
-
-
-def _new_process() -> None:
-    ranking_cache._MEMORY.clear()
-    indexes._INDEXES.clear()
-    code_version.clear()
 
 
 def _bench(ctx: Ctx, command: Bench, capsys) -> tuple[int, str]:
@@ -318,7 +311,7 @@ def test_case(name, tmp_path, template, capsys, monkeypatch):
     command = type(command)(
         **{**command.__dict__, "overrides": tuple(o.format(url=service.url) for o in command.overrides)}
     )
-    _new_process()
+    new_process()
     try:
         if isinstance(command, Bench):
             code, err = _bench(ctx, command, capsys)

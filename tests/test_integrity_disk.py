@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, TINY_DOCS, TINY_SERVES, serve, write_jsonl
 from support.integrity import Bench, Ctx, _bench, _new_process, count_runs, edit_json, make_case_folder, snapshot
+from support.stores import sqlite_store
 
 from cortex_exp.data.corpus import load_corpus
 from cortex_exp.errors import run_cli
@@ -454,7 +455,7 @@ SPOOL_LINES = {
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    return f"sqlite:///{tmp_path_factory.mktemp('store')}/mlflow.db"
+    return sqlite_store(tmp_path_factory.mktemp("store"))
 
 
 def test_the_table_holds_a_case_per_defect():

@@ -23,8 +23,9 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 from conftest import ROOT, compose_cfg
-from support.integrity import Bench, Compare, Golden, Process, _bench, _new_process, beir_case, make_case_folder
+from support.integrity import Bench, Compare, Golden, Main, Process, _bench, _new_process, beir_case, make_case_folder
 from support.integrity import execute as run_command
+from support.stores import sqlite_store
 
 from cortex_exp.golden import load_golden
 from cortex_exp.golden.build import build_from_files
@@ -36,9 +37,9 @@ BOM = b"\xef\xbb\xbf"
 
 @dataclass(frozen=True)
 class WithEnv:
-    """`command` (a `Process`) with `env` added to its environment."""
+    """`command` (a `Process`, or a `Main` in this process) with `env` added to its environment."""
 
-    command: Process
+    command: Process | Main
     env: tuple[tuple[str, str], ...]
 
 
@@ -312,12 +313,12 @@ CASES: dict[str, Case] = {
         ("retriever.lexical._target_: builtins.dict built a dict, which has no index() method",),
     ),
     "CORTEX_ALLOW_TARGET_OVERRIDES=false refuses a command-line _target_": Case(
-        lambda ctx: WithEnv(Process(("cortex_exp", *ctx.data, "retriever.lexical._target_=os.getcwd")), TARGET_OFF),
+        lambda ctx: WithEnv(Main(("cortex_exp", *ctx.data, "retriever.lexical._target_=os.getcwd")), TARGET_OFF),
         2,
         ("CORTEX_ALLOW_TARGET_OVERRIDES=false: the command line may not name", "retriever.lexical._target_=os.getcwd"),
     ),
     "CORTEX_ALLOW_TARGET_OVERRIDES=false refuses a _target_ inside a value": Case(
-        lambda ctx: WithEnv(Process(("cortex_exp", *ctx.data, "+retriever.extra={_target_:os.getcwd}")), TARGET_OFF),
+        lambda ctx: WithEnv(Main(("cortex_exp", *ctx.data, "+retriever.extra={_target_:os.getcwd}")), TARGET_OFF),
         2,
         ("+retriever.extra={{_target_:os.getcwd}}: names a callable",),
     ),
@@ -329,7 +330,7 @@ CASES: dict[str, Case] = {
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    return f"sqlite:///{tmp_path_factory.mktemp('store')}/mlflow.db"
+    return sqlite_store(tmp_path_factory.mktemp("store"))
 
 
 @pytest.fixture
@@ -524,7 +525,7 @@ def test_plan_create_with_a_closed_stdout_logs_its_plan(ctx):
 def test_a_benchmark_with_a_closed_stdout_finishes_its_run(tmp_path):
     d = tmp_path / "case"
     make_case_folder(d)
-    uri = f"sqlite:///{tmp_path}/m.db"
+    uri = sqlite_store(tmp_path, "m.db")
     data = ["data=files", f"data.corpus={d}/corpus.jsonl", f"data.golden={d}/golden", f"mlflow.tracking_uri={uri}"]
     code, err = _closed_stdout(["cortex_exp", *data], tmp_path)
     assert code == 0 and "Traceback" not in err and "BrokenPipe" not in err, err

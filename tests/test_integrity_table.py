@@ -28,6 +28,7 @@ from support.integrity import (
     Compare,
     Ctx,
     Golden,
+    Main,
     Process,
     _new_process,
     beir_case,
@@ -43,6 +44,7 @@ from support.integrity import (
     snapshot,
     unreadable,
 )
+from support.stores import sqlite_store
 
 DEEP = "[" * 200_000 + "]" * 200_000
 LONG_INT = '{"id": ' + "7" * 5000 + "}"
@@ -490,12 +492,12 @@ CASES: dict[str, Case] = {
         ("metrics.ks: must be a non-empty list of positive integers",),
     ),
     "config data.seed=inf (Hydra's type check)": Case(
-        lambda ctx: Process(("cortex_exp", *ctx.data, "data.seed=inf")),
+        lambda ctx: Main(("cortex_exp", *ctx.data, "data.seed=inf")),
         2,
         ("Error merging override data.seed=inf",),
     ),
     "config max_age_days=inf (Hydra's type check)": Case(
-        lambda ctx: Process(("cortex_exp", *ctx.data, "gates.max_age_days=inf")),
+        lambda ctx: Main(("cortex_exp", *ctx.data, "gates.max_age_days=inf")),
         2,
         ("Error merging override gates.max_age_days=inf",),
     ),
@@ -537,7 +539,7 @@ CASES: dict[str, Case] = {
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     """One MLflow store for every case: each counts the runs it adds."""
-    return f"sqlite:///{tmp_path_factory.mktemp('store')}/mlflow.db"
+    return sqlite_store(tmp_path_factory.mktemp("store"))
 
 
 def test_the_table_holds_at_least_40_cases():

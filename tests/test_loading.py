@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import TINY_DOCS, TINY_SERVES, run_cli, write_jsonl
+from conftest import TINY_DOCS, TINY_SERVES, write_jsonl
+from support.cli import run_main
 
 from cortex_exp.data.corpus import Document, diff_hashes, document_hash, fingerprint_of, load_corpus
 from cortex_exp.data.servelog import load_serves
@@ -159,7 +160,7 @@ def test_bad_input_exits_2_names_file_line_and_creates_no_run(tmp_path, case):
     bad = corpus if which == "corpus" else serves
     bad.write_bytes(content)
     golden = tmp_path / "golden"
-    r = run_cli(
+    r = run_main(
         ["cortex_exp.golden", "build", "--corpus", str(corpus), "--serves", str(serves), "--out", str(golden)], tmp_path
     )
     assert r.returncode == 2, r.stderr
@@ -167,7 +168,7 @@ def test_bad_input_exits_2_names_file_line_and_creates_no_run(tmp_path, case):
     assert not golden.exists()
     if which == "corpus":  # the benchmark itself: exit 2 and no MLflow run
         db = tmp_path / "mlflow.db"
-        r = run_cli(
+        r = run_main(
             [
                 "cortex_exp",
                 "data=files",

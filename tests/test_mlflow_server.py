@@ -5,15 +5,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import files_overrides, run_cli
+from conftest import files_overrides
 from servers import mlflow_server
+from support.cli import run_main
+from support.stores import sqlite_store
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def server(tmp_path):
-    store = f"sqlite:///{tmp_path}/server.db"
+    store = sqlite_store(tmp_path, "server.db")
     with mlflow_server(store, tmp_path / "server-artifacts", tmp_path / "mlflow.log") as url:
         yield url
 
@@ -21,10 +23,10 @@ def server(tmp_path):
 def test_runs_land_on_a_real_server_and_compare_pulls_them_back(demo_dir, tmp_path, server):
     ids = []
     for retriever in ("bm25_v1", "bm25_v2"):
-        r = run_cli(["cortex_exp", f"retriever={retriever}", *files_overrides(demo_dir, server)], tmp_path)
+        r = run_main(["cortex_exp", f"retriever={retriever}", *files_overrides(demo_dir, server)], tmp_path)
         assert r.returncode == 0, r.stderr[-2000:]
         ids.append(r.stdout.strip().splitlines()[-1].split()[1])
-    r = run_cli(["cortex_exp.compare", *ids, "--json", "--tracking-uri", server], tmp_path)
+    r = run_main(["cortex_exp.compare", *ids, "--json", "--tracking-uri", server], tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     result = json.loads(r.stdout)
     assert result["decides"] is True and result["n_queries"] > 400

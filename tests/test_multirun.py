@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import files_overrides, first_block, run_cli
 from mlflow.tracking import MlflowClient
+from support.cli import run_main
+from support.stores import sqlite_store
 
 pytestmark = pytest.mark.slow
 ROWS = ["core", "graph", "graph_boosts", "graph_boosts_honest", "graph_boosts_honest_full"]
@@ -12,9 +14,10 @@ ROWS = ["core", "graph", "graph_boosts", "graph_boosts_honest", "graph_boosts_ho
 
 @pytest.mark.parametrize("launcher", ["basic", "joblib"])
 def test_all_rows_under_one_parent_and_nothing_lost(demo_dir, tmp_path, launcher):
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = sqlite_store(tmp_path)
     extra = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"] if launcher == "joblib" else []
-    r = run_cli(
+    run = run_cli if launcher == "joblib" else run_main  # joblib's workers: processes of their own
+    r = run(
         [
             "cortex_exp",
             "-m",
@@ -62,8 +65,8 @@ def test_all_rows_under_one_parent_and_nothing_lost(demo_dir, tmp_path, launcher
 
 
 def test_a_job_refused_by_a_gate_fails_the_parent(demo_dir, tmp_path):
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
-    r = run_cli(
+    uri = sqlite_store(tmp_path)
+    r = run_main(
         [
             "cortex_exp",
             "-m",
@@ -87,8 +90,8 @@ def test_fusion_weight_sweep_five_nested_runs_and_the_best_marked(demo_dir, tmp_
 
     server = embedding_server(HashedBagEncoder())  # the server answers hashed bags of words
     try:
-        uri = f"sqlite:///{tmp_path}/mlflow.db"
-        r = run_cli(
+        uri = sqlite_store(tmp_path)
+        r = run_main(
             [
                 "cortex_exp",
                 "-m",

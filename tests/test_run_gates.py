@@ -7,10 +7,12 @@ import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from conftest import compose, files_overrides, run_cli, write_jsonl
+from conftest import compose, files_overrides, write_jsonl
 from fake_encoder import HashedBagEncoder
 from loopback import embedding_server
 from mlflow.tracking import MlflowClient
+from support.cli import run_main
+from support.stores import sqlite_store
 
 from cortex_exp.errors import GateRefused
 from cortex_exp.golden.build import rebuild
@@ -26,7 +28,7 @@ def runs(uri):
 
 @pytest.fixture
 def uri(tmp_path):
-    return f"sqlite:///{tmp_path}/mlflow.db"
+    return sqlite_store(tmp_path)
 
 
 def test_lexical_empty_is_component_down_and_creates_no_run(demo_dir, uri, capsys):
@@ -58,10 +60,10 @@ def test_allow_degraded_measures_anyway_and_tags_the_run(demo_dir, uri, fault):
 
 
 def test_cli_drill_exit_codes(demo_dir, tmp_path):
-    args = ["cortex_exp"] + files_overrides(demo_dir, f"sqlite:///{tmp_path}/m.db")
-    r = run_cli(args + ["faults.lexical=empty"], tmp_path)
+    args = ["cortex_exp"] + files_overrides(demo_dir, sqlite_store(tmp_path, "m.db"))
+    r = run_main(args + ["faults.lexical=empty"], tmp_path)
     assert r.returncode == 3 and r.stderr.count("COMPONENT DOWN: lexical") == 1 and "run_id" not in r.stdout
-    r = run_cli(args + ["faults.lexical=empty_after_probe", "gates.allow_degraded=true"], tmp_path)
+    r = run_main(args + ["faults.lexical=empty_after_probe", "gates.allow_degraded=true"], tmp_path)
     assert r.returncode == 0, r.stderr
     assert "DEGRADED" in r.stdout.splitlines()[0] + r.stderr and r.stdout.strip().splitlines()[-1].startswith(
         "run_id: "

@@ -10,6 +10,7 @@ import json
 import pytest
 from conftest import compose, write_jsonl
 from mlflow.tracking import MlflowClient
+from support.stores import sqlite_store
 
 from cortex_exp.data.corpus import load_corpus
 from cortex_exp.errors import GateRefused, InputError
@@ -26,7 +27,13 @@ def data(tiny, tmp_path):
     corpus, serves = tiny
     golden = build_from_files(corpus, serves, tmp_path / "golden")
     qids = [q.qid for q in golden.queries]
-    return {"corpus": corpus, "serves": serves, "golden": tmp_path / "golden", "qids": qids, "tmp": tmp_path}
+    return {
+        "corpus": corpus,
+        "serves": serves,
+        "golden": tmp_path / "golden",
+        "qids": qids,
+        "uri": sqlite_store(tmp_path, "m.db"),
+    }
 
 
 def settings(data, *extra):
@@ -36,7 +43,7 @@ def settings(data, *extra):
             f"data.corpus={data['corpus']}",
             f"data.golden={data['golden']}",
             f"data.serves={data['serves']}",
-            f"mlflow.tracking_uri=sqlite:///{data['tmp']}/m.db",
+            f"mlflow.tracking_uri={data['uri']}",
             *extra,
         ]
     )
@@ -108,7 +115,7 @@ def test_settings_are_checked():
 @pytest.mark.slow  # a whole run: MLflow
 def test_a_runs_run_trec_reproduces_it_exactly(data, tmp_path):
     builtin = benchmark.run(settings(data, "retriever=bm25_v2"))
-    client = MlflowClient(f"sqlite:///{data['tmp']}/m.db")
+    client = MlflowClient(data["uri"])
     trec = client.download_artifacts(builtin.run_id, "run.trec", str(tmp_path))
     replay = benchmark.run(runfile(data, trec))
     assert replay.per_query == builtin.per_query

@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import build_demo, files_overrides, run_cli
+from conftest import build_demo, files_overrides
 from fake_encoder import HashedBagEncoder
 from loopback import embedding_server, reference_process
 from mlflow.tracking import MlflowClient
+from support.cli import run_main
+from support.stores import sqlite_store
 
 pytestmark = pytest.mark.slow
 
@@ -20,13 +22,13 @@ def world(tmp_path_factory):
     root = build_demo(tmp_path_factory.mktemp("service_e2e"))
     embeddings = embedding_server(HashedBagEncoder())
     env = {"CORTEX_CACHE_DIR": str(root / "cache")}  # one embedding cache: nothing is encoded twice
-    yield {"root": root, "uri": f"sqlite:///{root}/mlflow.db", "embeddings": embeddings.url, "env": env}
+    yield {"root": root, "uri": sqlite_store(root), "embeddings": embeddings.url, "env": env}
     embeddings.close()
 
 
 def cortex(world, *args):
     base = ["cortex_exp", *files_overrides(world["root"], world["uri"])]
-    return run_cli([*base, *args], world["root"], world["env"])
+    return run_main([*base, *args], world["root"], world["env"])
 
 
 def run_id(result) -> str:
@@ -46,7 +48,7 @@ def test_the_service_run_equals_the_builtin_hybrid_and_compare_says_so(world):
                 f"retriever.service.corpus_url={url}/corpus",
             )
         )
-    r = run_cli(
+    r = run_main(
         ["cortex_exp.compare", builtin, served, "--json", "--no-log"],
         world["root"],
         {"MLFLOW_TRACKING_URI": world["uri"]},

@@ -12,6 +12,7 @@ from conftest import TINY_DOCS, compose, doc, write_jsonl
 from fake_encoder import FakeEncoder
 from loopback import Loopback, reference_module, reference_service
 from mlflow.tracking import MlflowClient
+from support.stores import sqlite_store
 
 from cortex_exp import api
 from cortex_exp.data.corpus import load_corpus
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.slow  # whole runs: MLflow
 def data(tiny, tmp_path):
     corpus, serves = tiny
     build_from_files(corpus, serves, tmp_path / "golden")
-    return {"corpus": corpus, "serves": serves, "golden": tmp_path / "golden", "uri": f"sqlite:///{tmp_path}/m.db"}
+    return {"corpus": corpus, "serves": serves, "golden": tmp_path / "golden", "uri": sqlite_store(tmp_path, "m.db")}
 
 
 def overrides(data, *extra) -> list[str]:

@@ -18,21 +18,16 @@ import pytest
 from conftest import ROOT, compose, files_overrides
 from embedding_server import EmbeddingServer
 from fake_encoder import HashedBagEncoder
+from support.cli import new_process
+from support.stores import sqlite_store
 
 from cortex_exp.errors import GateRefused
 from cortex_exp.golden import load_golden
-from cortex_exp.retrievers import code_version
 from cortex_exp.retrievers.dense import Dense
 from cortex_exp.retrievers.embed_cache import text_key
-from cortex_exp.run import benchmark, indexes, ranking_cache
+from cortex_exp.run import benchmark
 
 pytestmark = pytest.mark.slow
-
-
-def new_process():
-    ranking_cache._MEMORY.clear()
-    indexes._INDEXES.clear()
-    code_version.clear()
 
 
 def run(settings):
@@ -47,7 +42,7 @@ def cache():
 
 @pytest.fixture
 def core(demo_dir, tmp_path):
-    return compose(files_overrides(demo_dir, f"sqlite:///{tmp_path}/mlflow.db"))
+    return compose(files_overrides(demo_dir, sqlite_store(tmp_path)))
 
 
 def swap_first_and_last(path: Path) -> None:
@@ -103,7 +98,7 @@ def test_a_shuffled_query_embedding_shard_warns_and_changes_nothing(core, cache,
 
 def test_a_stopped_embedding_server_is_down_although_every_vector_is_cached(demo_dir, tmp_path):
     server = EmbeddingServer(lambda text: HashedBagEncoder().vector(text).tolist())
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = sqlite_store(tmp_path)
     overrides = ["retriever=hybrid", f"retriever.dense.endpoint={server.url}", "retriever.dense.model=hashed-bag"]
     settings = compose(files_overrides(demo_dir, uri) + overrides)
     try:
@@ -130,6 +125,7 @@ def cli_run(pkg: Path, demo_dir: Path, tmp_path: Path) -> str:
 
 
 def test_an_edited_tokenizer_or_a_version_bump_makes_the_next_run_recompute(demo_dir, tmp_path):
+    sqlite_store(tmp_path)  # the store every run below logs to
     pkg = tmp_path / "pkg"
     shutil.copytree(ROOT / "cortex_exp", pkg / "cortex_exp", ignore=shutil.ignore_patterns("__pycache__"))
     assert [cli_run(pkg, demo_dir, tmp_path) for _ in range(2)] == ["computed", "reused"]

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import mlflow
 import pytest
 from mlflow.entities import AssessmentSource, Document, SpanType
+from support.stores import sqlite_store
 from tracedemo import DEMO_SLICE, assert_same_golden, demo_log, replay
 
 from cortex_exp.golden.__main__ import main
@@ -22,11 +23,20 @@ DOCS = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def traces_written_synchronously(monkeypatch):
+    """These tests flush after every trace (the docs' way), and MLflow's background queue makes
+    each flush wait for its consumer's poll (up to 1 s: 34 of this module's 39 s). Written
+    synchronously (read when `set_experiment` sets the exporter up), the same traces land in the
+    store and are read by the same code; a batch replay (test_traces_team.py) keeps the queue."""
+    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     """One sqlite store for the module (its schema set-up costs seconds); each test its own experiment."""
     root = tmp_path_factory.mktemp("traces")
-    uri = f"sqlite:///{root}/mlflow.db"
+    uri = sqlite_store(root)
     corpus = root / "corpus.jsonl"
     corpus.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
     return uri, corpus

@@ -8,6 +8,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 from servers import mlflow_server, postgres
+from support.stores import sqlite_store
 from tracedemo import assert_same_golden, demo_log, replay, write_otlp
 
 from cortex_exp.golden.__main__ import main
@@ -32,7 +33,7 @@ def from_traces(uri: str, corpus, out) -> dict:
 
 def test_the_whole_demo_log_as_traces_on_sqlite(demo, tmp_path):
     corpus, serves, jsonl = demo
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = sqlite_store(tmp_path)
     assert replay(serves, uri, "agent") == 740
     m = assert_same_golden(jsonl, from_traces(uri, corpus, tmp_path / "traces"))
     assert m["source"]["traces"] == 740 and m["source"]["dropped"] == {}

@@ -14,6 +14,7 @@ import pytest
 from conftest import run_cli
 from lifecycle import Launch, MlflowServer, data_args, migrated_store, store_from, store_runs, tiny_dataset
 from mlflow.tracking import MlflowClient
+from support.cli import run_main
 from support.disk import fill
 from support.disk import small_disk as mounted
 
@@ -50,7 +51,7 @@ def test_a_server_killed_mid_run_is_exit_4_in_seconds_and_the_spool_replays_comp
         assert record["status"] == "FINISHED" and record["name"] == "core/bm25_v2"
 
         fresh_url = fresh.ready()
-        r = run_cli(["cortex_exp.tracking", "replay", str(spool), "--tracking-uri", fresh_url], tmp_path)
+        r = run_main(["cortex_exp.tracking", "replay", str(spool), "--tracking-uri", fresh_url], tmp_path)
         assert r.returncode == 0, r.stderr[-2000:]
         client = MlflowClient(fresh_url)
         run = client.get_run(r.stdout.strip().splitlines()[-1].split()[1])
@@ -65,7 +66,7 @@ def test_a_server_killed_mid_run_is_exit_4_in_seconds_and_the_spool_replays_comp
         assert files == {rel: (spool / "artifacts" / rel).read_bytes() for rel in record["artifacts"]}
         assert {"per_query.jsonl", "config.yaml", "health.json"} <= set(files)
         assert run.inputs.dataset_inputs[0].dataset.digest == record["tags"]["golden_id"]
-        again = run_cli(["cortex_exp.tracking", "replay", str(spool), "--tracking-uri", fresh_url], tmp_path)
+        again = run_main(["cortex_exp.tracking", "replay", str(spool), "--tracking-uri", fresh_url], tmp_path)
         assert again.returncode == 2 and "already replayed as run " + run.info.run_id in again.stderr
     finally:
         first.kill()
@@ -118,7 +119,7 @@ def test_a_full_disk_is_one_line_exit_4_the_run_failed_and_spooled(small_disk, t
     (failed,) = store_runs(uri)
     assert failed.info.status == "FAILED" and failed.data.tags["decides"] == "false"
     assert "STORE FULL" in failed.data.tags["end_reason"]
-    replayed = run_cli(["cortex_exp.tracking", "replay", str(spooled(r.stderr))], tmp_path)
+    replayed = run_main(["cortex_exp.tracking", "replay", str(spooled(r.stderr))], tmp_path)
     assert replayed.returncode == 0, replayed.stderr[-1500:]  # into sqlite:///mlflow.db in tmp_path
     (whole,) = store_runs(f"sqlite:///{tmp_path}/mlflow.db")
     assert whole.info.status == "FINISHED" and "per_query.jsonl" in {

@@ -10,9 +10,10 @@ import json
 import numpy as np
 import pytest
 import pytrec_eval
-from conftest import build_demo, files_overrides, run_cli
+from conftest import build_demo, files_overrides
 from mlflow.tracking import MlflowClient
-from ranx import Qrels, Run, evaluate
+from support.cli import run_main
+from support.stores import sqlite_store
 
 from cortex_exp.golden.export import export
 
@@ -39,8 +40,8 @@ def read_trec(path, kind):
 def demo_run(tmp_path_factory):
     """One bm25_v2 run on the demo data through the command line: its rows and its run.trec."""
     root = build_demo(tmp_path_factory.mktemp("roundtrip"))
-    uri = f"sqlite:///{root}/mlflow.db"
-    r = run_cli(["cortex_exp", *files_overrides(root, uri), "retriever=bm25_v2"], root)
+    uri = sqlite_store(root)
+    r = run_main(["cortex_exp", *files_overrides(root, uri), "retriever=bm25_v2"], root)
     assert r.returncode == 0, r.stderr
     run_id = r.stdout.split("run_id: ")[-1].strip()
     client = MlflowClient(uri)
@@ -51,6 +52,8 @@ def demo_run(tmp_path_factory):
 
 
 def test_pytrec_eval_and_ranx_agree_with_our_per_query_values(demo_run):
+    from ranx import Qrels, Run, evaluate  # 1.5 s of imports (numba, matplotlib): not at collection
+
     root, rows = demo_run["root"], demo_run["rows"]
     qrels, run = read_trec(root / "export/qrels.txt", "qrels"), read_trec(demo_run["trec"], "run")
     assert set(run) <= set(qrels) and len(qrels) == len(rows)
@@ -88,7 +91,7 @@ def test_judged_at_k_equals_ir_measures_judged_on_the_demo_run(demo_run):
 def test_the_run_trec_measured_as_a_runfile_reproduces_the_run(demo_run):
     root = demo_run["root"]
     args = ["cortex_exp", *files_overrides(root, demo_run["uri"]), "retriever=runfile"]
-    r = run_cli([*args, f"retriever.runfile.path={demo_run['trec']}"], root)
+    r = run_main([*args, f"retriever.runfile.path={demo_run['trec']}"], root)
     assert r.returncode == 0, r.stderr
     replay = r.stdout.split("run_id: ")[-1].strip()
     client = MlflowClient(demo_run["uri"])
@@ -98,7 +101,7 @@ def test_the_run_trec_measured_as_a_runfile_reproduces_the_run(demo_run):
     # run.trec holds `top` only, so the replay's condensed lists are the judged documents of `top`
     assert [without_condensed(r) for r in rows] == [without_condensed(r) for r in demo_run["rows"]]
     assert rows != demo_run["rows"]
-    cmp = run_cli(
+    cmp = run_main(
         ["cortex_exp.compare", demo_run["run_id"], replay, "--json", "--no-log"],
         root,
         env={"MLFLOW_TRACKING_URI": demo_run["uri"]},
@@ -118,7 +121,7 @@ def test_a_broken_ranking_file_gets_the_documented_refusal(demo_run):
     first = lines[0].split()[0]
     missing = root / "missing.trec"
     missing.write_text("".join(line + "\n" for line in lines if not line.startswith(first + " ")))
-    r = run_cli([*args, f"retriever.runfile.path={missing}"], root)
+    r = run_main([*args, f"retriever.runfile.path={missing}"], root)
     assert (
         r.returncode == 2
         and f"1 of {len(demo_run['rows'])} golden queries have no ranking in the file: {first}" in r.stderr
@@ -127,5 +130,5 @@ def test_a_broken_ranking_file_gets_the_documented_refusal(demo_run):
     foreign.write_text(
         "".join(" ".join(["x" + f if i == 2 else f for i, f in enumerate(line.split())]) + "\n" for line in lines)
     )
-    r = run_cli([*args, f"retriever.runfile.path={foreign}"], root)
+    r = run_main([*args, f"retriever.runfile.path={foreign}"], root)
     assert r.returncode == 3 and r.stderr.count("CORPUS MISMATCH: ") == 1 and "run_id" not in r.stdout

@@ -13,6 +13,7 @@ import sys
 import mlflow
 import pytest
 from conftest import ROOT, build_demo, compose, files_overrides
+from support.stores import sqlite_store
 
 from cortex_exp.compare.cli import main as compare
 from cortex_exp.golden import load_golden
@@ -26,7 +27,7 @@ EXAMPLE = ROOT / "examples" / "unjudged_candidate"
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     root = build_demo(tmp_path_factory.mktemp("unjudged"))
-    uri = f"sqlite:///{root}/mlflow.db"
+    uri = sqlite_store(root)
     sys.path.insert(0, str(EXAMPLE))
 
     def run(*overrides) -> str:

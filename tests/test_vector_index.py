@@ -13,6 +13,7 @@ import pytest
 from conftest import compose, files_overrides
 from embedding_server import EmbeddingServer
 from fake_encoder import HashedBagEncoder
+from support.stores import sqlite_store
 
 from cortex_exp.data.corpus import Corpus, Document
 from cortex_exp.errors import InputError
@@ -186,7 +187,7 @@ def test_a_run_logs_the_recall_of_its_approximate_index(demo_dir, tmp_path, caps
     encoder = HashedBagEncoder()
     server = EmbeddingServer(lambda text: encoder.vector(text).tolist())
     try:
-        overrides = files_overrides(demo_dir, f"sqlite:///{tmp_path}/m.db") + [
+        overrides = files_overrides(demo_dir, sqlite_store(tmp_path, "m.db")) + [
             "retriever=dense",
             f"retriever.dense.endpoint={server.url}",
             "retriever.dense.index_type=ivf",

@@ -8,7 +8,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-from conftest import ROOT
+from support import ROOT
 
 from cortex_exp.demo import generate
 

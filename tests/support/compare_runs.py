@@ -9,6 +9,8 @@ import time
 import mlflow
 import numpy as np
 
+from support.stores import sqlite_store
+
 # holes: the --holes mode (issue 31)
 KEYS = {"run_a", "run_b", "n_queries", "decides", "warnings", "ci", "seed", "holes", "metrics"}
 METRIC_KEYS = {
@@ -84,7 +86,7 @@ def log_run(exp_id, name, rows, docs=DOCS, golden="g1", parent=None, params=None
 def new_store(tmp_path_factory):
     """(folder, uri, experiment id) of a new sqlite store, set as the tracking URI."""
     tmp = tmp_path_factory.mktemp("mlflow")
-    uri = f"sqlite:///{tmp}/mlflow.db"
+    uri = sqlite_store(tmp)
     mlflow.set_tracking_uri(uri)
     return tmp, uri, mlflow.create_experiment("cortex_exp", artifact_location=(tmp / "mlruns").as_uri())
 

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from conftest import ROOT, TINY_DOCS, TINY_SERVES, write_jsonl
 from embedding_server import EmbeddingServer
 
 from cortex_exp.errors import run_cli
 from cortex_exp.golden.build import build_from_files
-from cortex_exp.retrievers import code_version
-from cortex_exp.run import indexes, ranking_cache
+from support import ROOT
+from support.cli import compose_cfg, new_process, run_main
+from support.tiny import TINY_DOCS, TINY_SERVES, write_jsonl
 
 # --- the commands ------------------------------------------------------------------------------
 
@@ -41,6 +41,14 @@ class Golden:
 
 @dataclass(frozen=True)
 class Compare:
+    argv: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Main:
+    """`python -m <argv>` in this process, through the command's `main(argv)` (`run_main`): the
+    whole command line, Hydra's own checks included."""
+
     argv: tuple[str, ...]
 
 
@@ -84,16 +92,10 @@ class Case:
     runs: int = 0  # MLflow runs the command creates
 
 
-def _new_process() -> None:
-    """Forget what this process memoized, as the next `python -m cortex_exp` would."""
-    ranking_cache._MEMORY.clear()
-    indexes._INDEXES.clear()
-    code_version.clear()
+_new_process = new_process  # the name the integrity tables import
 
 
 def _settings(ctx: Ctx, command: Bench):
-    from conftest import compose_cfg
-
     from cortex_exp.cli.config import settings_from_cfg
 
     overrides = (ctx.data if command.data else []) + [f"mlflow.tracking_uri={ctx.uri}", *command.overrides]
@@ -128,6 +130,10 @@ def execute(ctx: Ctx, command, capsys) -> tuple[int, str]:
     capsys.readouterr()
     if isinstance(command, Process):
         return _process(ctx, command)
+    if isinstance(command, Main):
+        store = [f"mlflow.tracking_uri={ctx.uri}"] if command.argv[0] == "cortex_exp" else []
+        done = run_main([*command.argv, *store], ctx.d.parent)
+        return done.returncode, done.stderr
     if isinstance(command, Bench):
         code = _bench(ctx, command)
     elif isinstance(command, Golden):
