@@ -75,7 +75,10 @@ def build_golden(
     if corpus is None:
         raise InputError(f"build_golden(source={source!r}): corpus= the corpus.jsonl is required")
     corpus, out = Path(corpus), Path(out)
-    picked = read.sources_of(verdict_sources) if isinstance(verdict_sources, str) else _upper(verdict_sources)
+    given_sources = (
+        verdict_sources if isinstance(verdict_sources, str) or verdict_sources is None else ",".join(verdict_sources)
+    )
+    picked = read.sources_of(given_sources)  # the command's words: human, llm, code
     if source == "serves":
         if serves is None:
             raise InputError("build_golden(source='serves'): serves= the serve log is required")
@@ -86,7 +89,7 @@ def build_golden(
         from cortex_exp.golden.build import build_from_files
 
         return build_from_files(corpus, Path(serves), out)
-    from cortex_exp.golden.traces import TraceMapping, read_map_file
+    from cortex_exp.golden.mapping import TraceMapping, read_map_file
 
     window = {"since": _time(since, "since"), "until": _time(until, "until")}
     mapping = TraceMapping.from_settings(read_map_file(Path(map) if map else None), str(map))
@@ -120,7 +123,3 @@ def _time(value: str | datetime | None, name: str) -> datetime | None:
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     return parse_time(value, f"{name}=")
-
-
-def _upper(picked: Iterable[str] | None) -> frozenset[str] | None:
-    return None if picked is None else frozenset(s.strip().upper() for s in picked)

@@ -4,7 +4,8 @@ UI's runs table lists, for a DataFrame."""
 from __future__ import annotations
 
 from cortex_exp.errors import InputError
-from cortex_exp.tracking.fetch import DEFAULT_EXPERIMENT, connect
+from cortex_exp.tracking.fetch import connect
+from cortex_exp.tracking.names import DEFAULT_EXPERIMENT
 from cortex_exp.tracking.runs import guard
 
 PAGE = 1000
