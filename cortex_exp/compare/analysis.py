@@ -24,6 +24,7 @@ contradict is said (`WARNING: HOLES DECIDE <metric>`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -47,6 +48,10 @@ from cortex_exp.findings import Finding
 from cortex_exp.metrics import higher_is_better
 from cortex_exp.progress import bar
 
+if TYPE_CHECKING:  # the types only: compare.plans reads this module
+    from cortex_exp.compare.plans.under_plan import Decisions
+    from cortex_exp.tracking.fetch import RunRecord
+
 FORMS = ("pair", "many")
 CORRECTION = "holm"
 VIEWS = ("metrics", "condensed")  # the normal view, and with --condensed the condensed one
@@ -60,7 +65,7 @@ class Pair:
     object — `outcome.to_json()`, made once the p-values are final (`finish`) — to which a plan's
     decision is added."""
 
-    candidate: object
+    candidate: RunRecord
     outcome: PairResult
     diffs: dict[str, np.ndarray]
     findings: list[Finding]
@@ -80,13 +85,13 @@ class Pair:
 class Comparison:
     """One baseline against its candidates, analysed; `to_dict()` is what `--json` prints."""
 
-    base: object
-    candidates: list
+    base: RunRecord
+    candidates: list[RunRecord]
     pairs: list[Pair]
     names: list[str]
     options: CompareOptions
     form: str = "pair"
-    decided: object = None  # with --plan: the decisions (`compare.plans.under_plan.Decisions`)
+    decided: Decisions | None = None  # with --plan: the decisions (`compare.plans.under_plan.Decisions`)
 
     @property
     def corrected(self) -> bool:
@@ -150,7 +155,7 @@ def flat(m: dict) -> dict:
 class Paired:
     """A candidate paired with the baseline: the paired qids and the pairing's findings."""
 
-    candidate: object
+    candidate: RunRecord
     rows: dict
     qids: list[str]
     findings: list[Finding]
