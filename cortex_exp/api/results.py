@@ -133,12 +133,13 @@ class Decision:
 
 
 def decisions_of(analysis, names: list[str]) -> list[Decision]:
-    """The decisions of an analysed comparison made with `plan=...` (`compare.decide.Decided`)."""
+    """The decisions of an analysed comparison made with `plan=...` (`compare.plans.under_plan.Decisions`)."""
     decided = analysis.decided
     if decided is None:
         return []
     plan, out = decided.plan, []
-    for name, d, e in zip(names, decided.decisions, decided.primaries):
+    for name, d in zip(names, decided.decisions):
+        e = d.primary
         figures = {"diff": e.diff, "ci_low": e.low, "ci_high": e.high} if e is not None else {}
         out.append(
             Decision(
@@ -253,7 +254,7 @@ class Comparison:
         many = len(a.pairs) > 1
         rows = []
         for name, p in zip(self.names, a.pairs):
-            for row in metric_rows(p.result):
+            for row in metric_rows(p.outcome.metrics):
                 verdict = html.cell(row[-1], html.VERDICT_COLOURS.get(row[-1]), bold=True)
                 rows.append([*([name] if many else []), *row[:-1], verdict])
         first = a.pairs[0].result
