@@ -7,7 +7,8 @@ relevance, `--queries` queries) imported with `python -m cortex_exp.golden impor
 each in a process of its own (its peak resident memory from the operating system, `wait4`):
 - bm25_v2: load + index the corpus, rank every query 100 deep (scale_parts.py bm25);
 - a full core-row run end to end, `python -m cortex_exp row=core retriever=bm25_v2 data=files
-  ...` with an empty cache (the MLflow store made before the first clock starts): its wall
+  ...` with an empty cache of rankings (the corpus's columns are the ones its import left; the
+  MLflow store made before the first clock starts): its wall
   time, of which indexing and ranking (from its log), peak memory, recall_at_24;
 - the dense side with random unit vectors standing in for the model (bench/stand_in.py):
   a faiss flat, IVF and HNSW index of the size, every query searched (scale_parts.py
@@ -82,6 +83,18 @@ def child_peak(result: dict) -> dict:
     }
 
 
+def run_cache(work: Path) -> Path:
+    """The runs' `cache.dir`, where an import leaves the corpus's columns for them."""
+    return work / "cache-run"
+
+
+def empty_cache(cache: Path) -> None:
+    """The cache without its rankings or embeddings; the corpus's columns (`corpus/`) stay."""
+    for entry in cache.iterdir() if cache.is_dir() else ():
+        if entry.name != "corpus":
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+
+
 def collection(work: Path, n: int, queries: int) -> Path:
     """The imported golden set of the synthetic collection of `n` documents (made once)."""
     golden = work / f"golden-{n}-{queries}"
@@ -98,6 +111,7 @@ def collection(work: Path, n: int, queries: int) -> Path:
         [sys.executable, "-m", "cortex_exp.golden", "import-beir", str(beir), "--out", str(golden)],
         check=True,
         cwd=ROOT,
+        env={**os.environ, "CORTEX_CACHE_DIR": str(run_cache(work))},
         stdout=subprocess.DEVNULL,
     )
     shutil.rmtree(beir)
@@ -105,15 +119,15 @@ def collection(work: Path, n: int, queries: int) -> Path:
 
 
 def end_to_end(work: Path, golden: Path, retriever: list[str], extra_path: str | None = None) -> dict:
-    cache = work / "cache-run"
-    shutil.rmtree(cache, ignore_errors=True)
+    cache = run_cache(work)
+    empty_cache(cache)
     flags = ["--config-dir", str(HERE / "conf")] if extra_path else []
     cmd = [sys.executable, "-m", "cortex_exp", *flags, "row=core", *retriever, "data=files"]
     cmd += [f"data.corpus={golden}/corpus.jsonl", f"data.golden={golden}", f"cache.dir={cache}"]
     cmd += [f"mlflow.tracking_uri=sqlite:///{work}/mlflow.db"]
     env = {"PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), extra_path) if p)}
     result = measured(cmd, env)
-    shutil.rmtree(cache, ignore_errors=True)
+    empty_cache(cache)
     metrics = dict(re.findall(r"^(recall_at_24|ndcg_at_10)\s+([0-9.]+)\s*$", result["stdout"], re.M))
     found = re.findall(r"^(indexed|ranked \d+ queries with) (\w+).* in ([0-9.]+)s", result["stderr"], re.M)
     steps = {f"{verb.split()[0]} {name}": float(s) for verb, name, s in found}  # "indexed lexical": 4.2

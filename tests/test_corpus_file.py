@@ -67,13 +67,15 @@ def test_blank_lines_and_crlf_are_read_as_before(tmp_path):
 
 
 def test_a_file_written_over_in_place_while_read_is_refused(tmp_path):
+    """The first pass's documents, read back from the file to write its columns
+    (tests/test_corpus_columns.py: a corpus read from its columns keeps its documents)."""
     path = written(tmp_path)
-    corpus = load_corpus(path)
+    scanned = corpus_file.read_documents(path)
     with open(path, "r+b") as fh:  # the same file, other bytes
         fh.write(b" ")
         os.utime(path, ns=(0, 0))
     with pytest.raises(InputError, match="the corpus file was written over while the run was reading it"):
-        list(corpus.docs)
+        list(scanned.docs)
 
 
 def test_a_file_replaced_by_another_under_its_name_is_read_as_opened(tmp_path):

@@ -6,13 +6,17 @@ so that `{"id", "text"}` and the same line with the defaults written out hash al
 fingerprint is the sha256 of the sorted `id:hash` lines joined by newlines, so it does not
 depend on line order (`hashes.fingerprint_of`).
 
-A corpus loaded from a file is read in one streaming pass that validates every line and
-hashes every document; it then holds per document only its id, its hash (32 bytes), its probe
-text's digest and flags (17 bytes, `document.probe_key`: the probe's choice reads them) and
-where its line lies in the file (`corpus_file.FileDocuments`): `docs` reads documents back from the
-file when they are asked for, one at a time or in one streaming pass. A corpus built from
-`Document` objects (tests, the demo generator, an import) holds them in a list. Both answer
-the same questions the same way.
+A corpus file is parsed once: the first reading of a file's bytes (an import, `golden build`,
+a run) validates every line and hashes every document in one streaming pass
+(`corpus_file.read_documents`), and keeps what it found as columns in `cache.dir`, keyed by the
+file's sha256 (`corpus_columns`); every reading, the first included, then loads the corpus from
+those columns: per document its id, its hash (32 bytes), its probe text's digest and flags (17
+bytes, `document.probe_key`: the probe's choice reads them), and its fields' bounds in the
+columns' `fields.npy`, from which `docs` reads documents when they are asked for, one at a time
+or in blocks. The fingerprint is the one the columns keep. (When the columns cannot be written,
+the corpus reads its documents back from the file itself, `corpus_file.FileDocuments`.) A corpus
+built from `Document` objects (tests, the demo generator) holds them in a list. All answer the
+same questions the same way.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from cortex_exp.data.corpus_file import FileDocuments, read_documents
+from cortex_exp.data.corpus_columns import Columns, read_columns, write_columns
+from cortex_exp.data.corpus_file import FileDocuments, file_sha256, read_documents
 from cortex_exp.data.document import (
     FIELDS,
     Document,
@@ -38,6 +43,7 @@ from cortex_exp.data.document import (
 )
 from cortex_exp.data.hashes import fingerprint_lines, fingerprint_of, joined_pieces
 from cortex_exp.errors import InputError
+from cortex_exp.settings import CacheSettings
 
 __all__ = [
     "FIELDS",
@@ -48,6 +54,7 @@ __all__ = [
     "diff_hashes",
     "document_hash",
     "fingerprint_of",
+    "keep_columns",
     "load_corpus",
     "record_json",
     "write_corpus",
@@ -117,17 +124,26 @@ class Corpus:
         always_served: Iterable[str],
         path: Path,
         probe: tuple[np.ndarray, np.ndarray] | None = None,
+        kept: tuple[str, np.ndarray] | None = None,
     ):
-        """A corpus whose documents stay in their file (`load_corpus`); `probe`: each document's
-        `probe_key`, when the pass that read the file computed them."""
+        """A corpus whose documents stay in their file or its columns (`load_corpus`); `probe`:
+        each document's `probe_key`, when the pass that read the file computed them; `kept`:
+        (the fingerprint, the rows in the order of their ids) the columns keep."""
         corpus = cls.__new__(cls)
-        corpus._hold(docs, ids, digests, frozenset(always_served), path, probe)
+        corpus._hold(docs, ids, digests, frozenset(always_served), path, probe, kept)
         return corpus
 
-    def _hold(self, docs, ids: list[str], digests: np.ndarray, always_served: frozenset, path, probe=None) -> None:
+    @classmethod
+    def of_columns(cls, columns: Columns, path: Path) -> Corpus:
+        """The corpus of its columns (`corpus_columns.read_columns`)."""
+        kept = (columns.fingerprint, columns.order)
+        return cls.stored(columns.docs, columns.ids, columns.digests, columns.always, path, columns.probe, kept)
+
+    def _hold(self, docs, ids, digests: np.ndarray, always_served: frozenset, path, probe=None, kept=None) -> None:
         if not ids:
             raise InputError(f"{path or 'corpus'}: the corpus is empty; nothing to search")
         self._probe = probe
+        self._order = kept[1] if kept else None
         self.docs = docs
         self.ids = ids
         self.path = path
@@ -136,9 +152,11 @@ class Corpus:
         self.by_id = RowView(self._rows, docs.__getitem__)
         self.hashes = RowView(self._rows, lambda row: digests[row].tobytes().hex())
         self.always_served = always_served
-        self.fingerprint = self._fingerprint()
+        self.fingerprint = kept[0] if kept else self._fingerprint()
 
     def _sorted_rows(self) -> list[int]:
+        if self._order is not None:
+            return self._order.tolist()
         return sorted(range(len(self.ids)), key=self.ids.__getitem__)
 
     def _id_hash_lines(self) -> Iterator[tuple[str, str]]:
@@ -197,12 +215,30 @@ def record_json(head: dict, documents: Iterable[tuple[str, str]], extra: dict | 
     return "".join([before, "{\n", *pieces, "\n  }", after] if pieces else [before, "{}", after])
 
 
-def load_corpus(path: Path) -> Corpus:
-    """Load and validate `corpus.jsonl` in one streaming pass; raise `InputError` listing every
-    problem. The documents stay in the file: the corpus holds their ids, hashes and places."""
-    path = Path(path)
+def load_corpus(path: Path, cache: Path | None = None) -> Corpus:
+    """The corpus of `corpus.jsonl`, from its columns in `cache` (default: `cache.dir`'s,
+    `$CORTEX_CACHE_DIR`, else `.cache/`) when they are kept for the file's bytes; else the file
+    loaded and validated in one streaming pass (`InputError` listing every problem) and its
+    columns kept first. The documents stay in the columns (or the file): the corpus holds their
+    ids, hashes and places."""
+    path, cache = Path(path), CacheSettings().path if cache is None else Path(cache)
+    columns = read_columns(cache, file_sha256(path))
+    if columns is not None:
+        return Corpus.of_columns(columns, path)
     scanned = read_documents(path)
-    return Corpus.stored(scanned.docs, scanned.ids, scanned.digests, scanned.always, path, scanned.probe)
+    corpus = Corpus.stored(scanned.docs, scanned.ids, scanned.digests, scanned.always, path, scanned.probe)
+    return keep_columns(corpus, scanned.docs.sha256(), cache)
+
+
+def keep_columns(corpus: Corpus, sha256: str, cache: Path | None = None) -> Corpus:
+    """The corpus read from the columns kept for the JSONL of this sha256 (the bytes its
+    documents were read from), written first from its documents; the corpus as it was when
+    they cannot be written (`corpus_columns.write_columns` says why)."""
+    cache = CacheSettings().path if cache is None else Path(cache)
+    order = corpus._sorted_rows()
+    kept = write_columns(cache, sha256, corpus.docs, corpus._digests, corpus.fingerprint, order, corpus._probe)
+    columns = read_columns(cache, sha256) if kept else None
+    return corpus if columns is None else Corpus.of_columns(columns, corpus.path)
 
 
 def write_corpus(path: Path, docs) -> None:

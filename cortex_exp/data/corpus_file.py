@@ -14,6 +14,7 @@ written over in place is caught (its size or modification time changed) and is a
 
 from __future__ import annotations
 
+import hashlib
 import os
 import weakref
 from array import array
@@ -208,6 +209,20 @@ def _scan_span(fd: int, span: tuple[int, int]):
     return None if problems.items or problems.truncated else part
 
 
+def file_sha256(path: Path) -> str:
+    """The sha256 of the corpus file's bytes (the key of its columns, `corpus_columns`); an
+    `InputError` when it is not a readable file, or when it was written over as it was hashed."""
+    fh = open_input(path, "a .jsonl file")
+    with fh:
+        signature = _Signature(fh, path)
+        try:
+            digest = hashlib.file_digest(fh, "sha256").hexdigest()
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+        signature.check()
+    return digest
+
+
 def file_documents(path: Path, offsets: np.ndarray, lengths: np.ndarray) -> FileDocuments:
     """The documents of a corpus file whose lines' places are known (its writer just wrote it)."""
     fh = open_input(path, "a .jsonl file")
@@ -226,6 +241,16 @@ class FileDocuments(Sequence):
 
     def __len__(self) -> int:
         return len(self._offsets)
+
+    def sha256(self) -> str:
+        """The sha256 of the open file's bytes, the ones these documents are read from."""
+        self._signature.check()
+        digest, at = hashlib.sha256(), 0
+        while block := os.pread(self._fd, 1 << 22, at):
+            digest.update(block)
+            at += len(block)
+        self._signature.check()
+        return digest.hexdigest()
 
     def __getitem__(self, i):
         if isinstance(i, slice):

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cortex_exp.data.corpus import Corpus, Document
+from cortex_exp.data.corpus import Corpus, Document, keep_columns
 from cortex_exp.data.corpus_file import SPAN, file_documents
 from cortex_exp.data.files import decode_text, open_input, read_input
 from cortex_exp.data.jsonl import Problems, brief, check_field, iter_jsonl, iter_lines, parse_line
@@ -267,37 +267,50 @@ def import_beir(beir_dir: Path, out_dir: Path, now: datetime | None = None, how:
     out_dir.absolute().parent.mkdir(parents=True, exist_ok=True)
     tmp = out_dir.absolute().parent / f".{out_dir.name}.corpus.jsonl.tmp-{os.getpid()}"  # beside: renamed in
     try:
-        corpus, corpus_sha256 = _corpus_pass(corpus_path, tmp)
+        corpus, corpus_sha256, written_sha256 = _corpus_pass(corpus_path, tmp)
         golden = _golden_of(beir_dir, corpus, corpus_sha256, qrels_path, out_dir, now, how)
         # the converted corpus joins the golden set's one commit: the old set or the new one, never a mix
         write_golden(golden, out_dir, inputs, extra={"corpus.jsonl": lambda path: os.replace(tmp, path)})
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    keep_columns(corpus, written_sha256)  # every later reading of the written corpus maps its columns
     return golden
 
 
-def _corpus_pass(path: Path, out: Path) -> tuple[Corpus, str]:
-    """(the corpus as written to `out`, the sha256 of the BEIR file) after one streaming pass:
-    converted in spans on every worker, written in order, the file's sha256 computed beside."""
+def _corpus_pass(path: Path, out: Path) -> tuple[Corpus, str, str]:
+    """(the corpus as written to `out`, the sha256 of the BEIR file, the sha256 of `out`) after
+    one streaming pass: converted in spans on every worker, written in order (and hashed as it
+    is), the BEIR file's sha256 computed beside."""
     ids: list[str] = []
     digests, lengths = bytearray(), array("q")
-    file_hash = None
+    file_hash, written = None, hashlib.sha256()
     with ThreadPoolExecutor(1) as beside, out.open("wb") as fh, closing(_converted_parts(path, out)) as parts:
         for part in parts:
             file_hash = file_hash or beside.submit(sha256_file, path)  # after the workers are forked
             ids += part.ids
             digests += part.digests
             lengths += part.lengths
-            with part.written.open("rb") as written:
-                shutil.copyfileobj(written, fh, 1 << 22)
+            with part.written.open("rb") as converted:
+                shutil.copyfileobj(converted, _Hashing(fh, written), 1 << 22)
             part.written.unlink()
         sha256 = (file_hash or beside.submit(sha256_file, path)).result()
     sizes = np.frombuffer(lengths, dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(sizes) else sizes
     docs = file_documents(out, offsets, sizes - 1)
     keys = np.frombuffer(bytes(digests), dtype=np.uint8).reshape(len(ids), 32)
-    return Corpus.stored(docs, ids, keys, (), path), sha256
+    return Corpus.stored(docs, ids, keys, (), path), sha256, written.hexdigest()
+
+
+class _Hashing:
+    """A file written through, its bytes hashed as they go (`_corpus_pass`)."""
+
+    def __init__(self, fh, digest):
+        self.fh, self.digest = fh, digest
+
+    def write(self, block: bytes) -> int:
+        self.digest.update(block)
+        return self.fh.write(block)
 
 
 def _golden_of(beir_dir, corpus, corpus_sha256, qrels_path, out_dir, now, how) -> GoldenSet:

@@ -135,7 +135,7 @@ def prepare(settings: RunSettings, row: RowSpec) -> Prepared:
     prepare_data(settings.data, log)
     if settings.data.serves and not Path(settings.data.serves).is_file():
         raise InputError(f"data.serves: {settings.data.serves} does not exist (leave it unset for no serve log)")
-    corpus, golden = load_corpus(settings.data.corpus), load_golden(settings.data.golden)
+    corpus, golden = load_corpus(settings.data.corpus, settings.cache.path), load_golden(settings.data.golden)
     indexed, listed = corpus_in_use(settings.retriever.components, corpus)  # a service's own listing, else the file
     stale = stale_result(golden, settings.gates, indexed)
     drift = corpus_drift(golden, indexed, settings.gates)
