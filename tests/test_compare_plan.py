@@ -38,7 +38,9 @@ def rows(shift: float = 0.0, spread: float = 0.0, noise: float = 0.0, qids: list
 
 
 def plan(capsys, uri, *extra, baseline="core/bm25_v1") -> str:
-    args = ["create", "--baseline", baseline, "--primary", "recall_at_24", "--min-effect", "0.02", *extra]
+    """A plan on `baseline`; these runs log no hole data: plans of the naive figure (`--holes naive`)."""
+    args = ["create", "--baseline", baseline, "--primary", "recall_at_24", "--min-effect", "0.02", "--holes", "naive"]
+    args += list(extra)
     code = plan_main([*args, "--tracking-uri", uri])
     out, err = capsys.readouterr()
     assert code == 0, err
@@ -77,7 +79,7 @@ def test_one_plan_many_candidates_each_its_outcome_tagged_and_linked(store, caps
     result, err = decide_json(capsys, uri, runs["base"], ship, flat, noisy, "--plan", plan_id)
     outcomes = [c["decision"]["outcome"] for c in result["candidates"]]
     assert outcomes == ["ship", "equivalent", "no_ship"]
-    keys = {"outcome", "reasons", "plan_id", "primary", "guardrails", "n_queries"}
+    keys = {"outcome", "reasons", "plan_id", "primary", "guardrails", "n_queries", "holes", "cause", "made"}
     assert all(set(c["decision"]) == keys for c in result["candidates"])
     assert result["candidates"][2]["decision"]["reasons"][0].startswith("guardrail noise_at_5")
     # the decision's interval is the paired t at the plan's level 1 - 0.05/3, not the table's

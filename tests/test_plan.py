@@ -11,10 +11,16 @@ import pytest
 from statsmodels.stats.power import TTestPower
 
 from cortex_exp.compare.pairing import status_warnings, warning
-from cortex_exp.compare.plans.create import make_plan, underpowered_warning
+from cortex_exp.compare.plans import create
+from cortex_exp.compare.plans.create import underpowered_warning
 from cortex_exp.compare.plans.plan import Plan, digest_of, parse_guardrail
 from cortex_exp.errors import InputError
 from cortex_exp.tracking.fetch import RunRecord
+
+
+def make_plan(*args, **kwargs):
+    """`create.make_plan` on the baselines below, which log no hole data: plans of the naive figure."""
+    return create.make_plan(*args, **{"holes": "naive", **kwargs})
 
 
 def baseline(n: int = 200, seed: int = 0, golden_id: str = "g1") -> RunRecord:

@@ -29,7 +29,8 @@ def with_views(rows: list[dict]) -> list[dict]:
 
 
 def create(capsys, uri, *args):
-    code = plan_main(["create", *args, "--tracking-uri", uri])
+    """`plan create` on runs that log no hole data: plans of the naive figure (`--holes naive`)."""
+    code = plan_main(["create", *args, "--holes", "naive", "--tracking-uri", uri])
     out, err = capsys.readouterr()
     return code, out, err
 

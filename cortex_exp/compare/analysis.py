@@ -72,6 +72,7 @@ class Pair:
     judged: dict | None = None
     raw_p: dict[str, dict[str, float]] = field(default_factory=dict)  # view -> metric -> p
     result: dict = field(default_factory=dict)
+    audit: ppi.AuditData | None = None  # --holes ppi: the audit read (a plan's decision reads it too)
 
     @property
     def decides(self) -> bool:
@@ -165,6 +166,8 @@ def compare(base, candidates: list, options: CompareOptions, form: str | None = 
     """Every candidate against `base`. `form`: `pair` (the two-run form: one candidate) or
     `many`; default `pair` for one candidate."""
     form = form or ("pair" if len(candidates) == 1 else "many")
+    if options.holes is None:  # --plan without --holes, not resolved from the plan (compare.session does)
+        options = options.with_(holes=hole_view.DEFAULT_MODE)
     if form not in FORMS or (form == "pair" and len(candidates) != 1):
         raise InputError(f"compare: form {form!r} with {len(candidates)} candidates")
     check_candidates(candidates)
@@ -236,13 +239,13 @@ def analyse_pair(base, rows_base: dict, p: Paired, comparison: Comparison) -> Pa
         hole_view.require_hole_data(base, b, rows_base, p.rows, p.qids, f"--holes {options.holes}")
     with_holes = hole_view.have_hole_data(rows_base, p.rows, p.qids)
     audit = None
-    if options.holes == "ppi":
-        if options.audit is None:
-            raise InputError(
-                f"--holes ppi: no audit given (--audit GOLDEN_CHILD); draw one: {ppi.audit_command(base, b)}, "
-                "judge the sheet, add it with golden add-judgments, then --audit the child set"
-            )
+    if options.holes == "ppi" and options.audit is not None:
         audit = ppi.load_audit(options.audit, base, b)
+    elif options.holes == "ppi" and options.plan is None:  # under a plan: inconclusive, cause audit
+        raise InputError(
+            f"--holes ppi: no audit given (--audit GOLDEN_CHILD); draw one: {ppi.audit_command(base, b)}, "
+            "judge the sheet, add it with golden add-judgments, then --audit the child set"
+        )
     metrics, diffs = analyse_all(sample, names, names, options, with_holes, audit)
     findings += holes_decide(base, b, metrics)
     condensed = None
@@ -265,7 +268,7 @@ def analyse_pair(base, rows_base: dict, p: Paired, comparison: Comparison) -> Pa
     raw_p = {"metrics": {n: m.p_value for n, m in metrics.items()}}
     if condensed is not None:
         raw_p["condensed"] = {n: m.p_value for n, m in condensed.metrics.items()}
-    return Pair(b, outcome, diffs, findings, judged, raw_p)
+    return Pair(b, outcome, diffs, findings, judged, raw_p, audit=audit)
 
 
 def holes_decide(a, b, metrics: dict[str, MetricComparison]) -> list[Finding]:

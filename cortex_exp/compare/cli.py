@@ -110,8 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--holes",
         choices=HOLE_MODES,
-        help="the documents nobody judged: naive (they count as misses; the default), bounds (the verdict "
-        "holds whatever they are, else `holes`), ppi (estimated from a random audit: --audit); docs/unjudged.md",
+        help="the documents nobody judged: naive (they count as misses; the default, under --plan the plan's), "
+        "bounds (the verdict holds whatever they are, else `holes`), ppi (estimated from a random audit: --audit); "
+        "docs/unjudged.md",
     )
     p.add_argument(
         "--audit",

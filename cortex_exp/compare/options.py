@@ -32,7 +32,8 @@ class CompareOptions:
     `condensed`, `effect` (`--effect` as typed, `[METRIC=]SIZE`; `effects` is it parsed),
     `min_effect` (`--min-effect SIZE`: the verdict `equivalent` inside ±SIZE; `margin` is it
     parsed), `holes` (`--holes naive|bounds|ppi`: which verdict the documents nobody judged
-    leave, docs/unjudged.md), `audit` (`--audit GOLDEN_CHILD`: the audit `--holes ppi` reads).
+    leave, docs/unjudged.md; not given: naive, or under `--plan` the plan's, which
+    `compare.session` sets), `audit` (`--audit GOLDEN_CHILD`: the audit `--holes ppi` reads).
     Deciding: `plan` (`--plan PLAN_ID`), `max_decisions` (`gates.max_decisions`).
     Where the runs are and what is kept: `tracking_uri` (None: $MLFLOW_TRACKING_URI, else
     sqlite:///mlflow.db), `experiment` (where run names are looked up), `no_log` (no comparison
@@ -50,7 +51,7 @@ class CompareOptions:
     condensed: bool = False
     effect: tuple[str, ...] = ()
     min_effect: str | None = None
-    holes: str = DEFAULT_MODE
+    holes: str | None = None
     audit: Path | None = None
     plan: str | None = None
     max_decisions: int = GateSettings().max_decisions
@@ -72,11 +73,13 @@ class CompareOptions:
         object.__setattr__(self, "effect", (self.effect,) if isinstance(self.effect, str) else tuple(self.effect or ()))
         if self.ci not in CI_KINDS:
             raise InputError(f"compare --ci {self.ci!r}: expected one of {', '.join(CI_KINDS)}")
-        if self.holes not in MODES:
+        if self.holes is None and self.plan is None:
+            object.__setattr__(self, "holes", DEFAULT_MODE)
+        if self.holes is not None and self.holes not in MODES:
             raise InputError(f"compare --holes {self.holes!r}: expected one of {', '.join(MODES)}")
         if self.audit is not None:
             object.__setattr__(self, "audit", Path(self.audit))
-            if self.holes != "ppi":
+            if self.holes not in ("ppi", None):
                 raise InputError(f"compare --audit {self.audit}: an audit is read by --holes ppi only")
         if self.bootstrap_kind not in BOOTSTRAP_KINDS:
             raise InputError(

@@ -27,16 +27,24 @@ def fetch_runs(uri: str, runs: list[str], options: CompareOptions) -> tuple[obje
 
 def analyse(uri: str, runs: list[str], options: CompareOptions, form: str) -> Comparison:
     """The runs fetched and compared, the warnings said (each ends with `[candidate <name>]`
-    in the form `many`)."""
+    in the form `many`). Under `--plan` without `--holes`, the plan's `--holes`."""
     if not runs:
         raise InputError("compare: no baseline run given")
+    plan_run = None
+    if options.plan:
+        from cortex_exp.compare.plans.plan import Plan
+        from cortex_exp.tracking.plans import read_plan
+
+        plan_run = read_plan(uri, options.plan)
+        if options.holes is None:
+            options = options.with_(holes=Plan.from_dict(plan_run.plan).hole_mode)
     base, candidates = fetch_runs(uri, runs, options)
     comparison = compare(base, candidates, options, form)
     say_warnings(comparison)
-    if options.plan:
+    if plan_run is not None:
         from cortex_exp.compare.plans.under_plan import under_plan
 
-        under_plan(uri, comparison)
+        under_plan(uri, comparison, plan_run)
     return comparison
 
 

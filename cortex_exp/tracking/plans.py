@@ -130,10 +130,11 @@ class RecordedDecision:
     outcome: str
     queries: frozenset[str] | None
     made_at: int = 0  # the comparison run's start time (ms since the epoch)
+    left_open: bool = False  # an inconclusive the holes or a missing audit leave open (tag decisions_open)
 
     @property
     def made(self) -> bool:
-        return self.outcome != "void"
+        return self.outcome != "void" and not self.left_open
 
 
 def _candidates(tags: dict[str, str]) -> list[tuple[str, str]]:
@@ -172,6 +173,7 @@ def recorded_decisions(uri: str) -> list[RecordedDecision]:
         for run in runs:
             tags = run.data.tags
             read = _queries_read(c, run) if tags.get("decisions_made", "0") != "0" else {}
+            left_open = set(tags.get("decisions_open", "").split(","))
             out += [
                 RecordedDecision(
                     run.info.run_id,
@@ -182,6 +184,7 @@ def recorded_decisions(uri: str) -> list[RecordedDecision]:
                     outcome,
                     read.get(candidate),
                     run.info.start_time,
+                    candidate in left_open,
                 )
                 for candidate, outcome in _candidates(tags)
             ]

@@ -1,6 +1,7 @@
 """`python -m cortex_exp.plan create --baseline RUN --primary METRIC --min-effect SIZE
 [--guardrail METRIC:MAX_HARM]... [--alpha A] [--power P] [--candidates N] [--ci KIND] [--seed N]
-[--hypothesis TEXT] [--holdout]`: a plan, recorded in MLflow before the candidate runs (docs/decisions.md).
+[--hypothesis TEXT] [--holdout] [--holes naive|bounds|ppi [--judge JUDGE_ID] [--audit-size N] [--audit-seed S]
+[--hole-share SHARE]]`: a plan, recorded in MLflow before the candidate runs (docs/decisions.md).
 
 The command's module is `cortex_exp/plan/__main__.py`, which runs `main` here."""
 
@@ -9,8 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from cortex_exp.compare.holes import MODES as HOLE_MODES
 from cortex_exp.compare.options import CI_KINDS
-from cortex_exp.compare.plans.create import make_plan, underpowered_warning
+from cortex_exp.compare.plans.create import DEFAULT_HOLES, audit_line, make_plan, underpowered_warning
 from cortex_exp.errors import InputError, quiet_stdout, run_cli
 from cortex_exp.logs import configure as configure_logging
 from cortex_exp.usage import described
@@ -23,6 +25,8 @@ EXAMPLES = (
     "python -m cortex_exp.plan create --baseline core/bm25_v1 --primary recall_at_24 --min-effect 0.02",
     "python -m cortex_exp.plan create --baseline core/bm25_v1 --primary ndcg_at_10 --min-effect 5% "
     "--guardrail noise_at_10:+0.01 --candidates 2",
+    "python -m cortex_exp.plan create --baseline core/bm25_v1 --primary recall_at_10 --min-effect 0.02 "
+    "--holes ppi --judge <judge_id> --audit-size 200 --audit-seed 0",
 )
 
 
@@ -70,6 +74,28 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="decide on the held-out part of a split golden set (the baseline must have run on it)",
     )
+    c.add_argument(
+        "--holes",
+        choices=HOLE_MODES,
+        default=DEFAULT_HOLES,
+        help="the figure every decision reads of the documents nobody judged: naive (they count as misses), "
+        "bounds (the outcome must hold whatever they are), ppi (a random audit's estimate); compare --plan with "
+        f"another is void (default {DEFAULT_HOLES}; docs/decisions.md)",
+    )
+    c.add_argument("--judge", metavar="JUDGE_ID", help="--holes ppi: the judge the audit scores with (judge train)")
+    c.add_argument(
+        "--audit-size", type=int, metavar="N", help="--holes ppi: the audit's size (golden audit --size; default 200)"
+    )
+    c.add_argument(
+        "--audit-seed", type=int, metavar="S", help="--holes ppi: the audit's seed (golden audit --seed; default 0)"
+    )
+    c.add_argument(
+        "--hole-share",
+        type=float,
+        metavar="SHARE",
+        help="--holes ppi: the share of the primary's weight nobody judged that the audit size needed assumes "
+        "(default: the baseline's own)",
+    )
     c.add_argument("--tracking-uri", help="default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db")
     c.add_argument("--experiment", help="where run names are looked up (default cortex_exp, else all)")
     c.add_argument("--verbose", action="store_true", help="other libraries' log lines too (MLflow's, ...)")
@@ -85,7 +111,10 @@ def note(plan, baseline) -> str:
         f"at alpha {plan.alpha:g} across {plan.candidates} candidate(s) in all (level {plan.level:.4g}), "
         f"intervals by compare {plan.method}. "
         f"Guardrails: {rails}. Needs {plan.queries_needed} paired queries; the golden set holds "
-        f"{plan.queries_available}." + (f"\n\nHypothesis: {plan.hypothesis}" if plan.hypothesis else "")
+        f"{plan.queries_available}. Documents nobody judged: decisions read the {plan.hole_mode} figure"
+        + (f"; {audit_line(plan)}" if audit_line(plan) else "")
+        + "."
+        + (f"\n\nHypothesis: {plan.hypothesis}" if plan.hypothesis else "")
     )
 
 
@@ -110,6 +139,11 @@ def create(args) -> str:
         manifest=manifest,
         ci=args.ci,
         seed=args.seed,
+        holes=args.holes,
+        judge=args.judge,
+        audit_size=args.audit_size,
+        audit_seed=args.audit_seed,
+        hole_share=args.hole_share,
     )
     warning = underpowered_warning(plan)
     if warning:
@@ -122,6 +156,8 @@ def create(args) -> str:
         f"({plan.min_effect_value:.4g}) at alpha {plan.alpha:g}/{plan.candidates} with power {plan.power:g}; "
         f"the golden set holds {plan.queries_available}"
     )
+    if audit_line(plan):
+        print(audit_line(plan))
     print(f"plan_id: {plan_id}", flush=True)
     return plan_id
 

@@ -19,6 +19,15 @@ In this order, the first that holds is the outcome:
 Every figure is oriented so that "up" is better: for a metric where lower is better (noise)
 the difference and its interval are negated before the table is read, so `ship` always means
 an improvement of at least m, and a guardrail's harm is always a move in its worse direction.
+
+The documents nobody judged (the plan's `--holes`, docs/decisions.md): the table reads one
+`Span` (d, lo, hi) of the primary. Naive: the naive difference and interval. Bounds: d and lo
+at the worst filling of the holes (the low series' mean and lower end, for noise the high
+series'), hi at the best (the other series' upper end): an outcome holds whatever the holes are.
+Ppi: the audit's estimate and its interval. A guardrail holds when its worse end at the worst
+filling stays within its harm, is breached when it passes it even at the best. An outcome that
+some filling would change is `inconclusive` with cause `holes`, and under ppi with no audit
+`inconclusive` with cause `audit`: neither is the pair's decision (`Decision.made`).
 Pure functions: no MLflow, no files.
 """
 
@@ -32,6 +41,18 @@ from scipy import special
 from cortex_exp.compare.effect import EQUIVALENT, within
 
 OUTCOMES = ("ship", "no_ship", EQUIVALENT, "inconclusive", "void")
+CAUSES = ("holes", "audit")  # why an inconclusive is not the pair's decision (it stays open)
+READS = ("naive", "bounds", "ppi")  # the figure a decision reads, as the plan's --holes names it
+
+
+@dataclass(frozen=True)
+class Span:
+    """What the table reads of a metric, oriented so that up is better: the difference d and the
+    interval's lower end lo at the worst filling of the holes, its upper end hi at the best."""
+
+    d: float
+    lo: float
+    hi: float
 
 
 @dataclass(frozen=True)
@@ -48,6 +69,27 @@ class Estimate:
     sd: float | None = None
     n: int | None = None
     level: float = 0.95
+    # the documents nobody judged: which figure the table reads (`READS`), the series at the
+    # lowest and highest possible difference (bounds: their means and intervals), the audit's
+    # estimate (ppi; None without an audit)
+    reads: str = "naive"
+    low_series: Estimate | None = None
+    high_series: Estimate | None = None
+    ppi: Estimate | None = None
+
+    def directed(self, higher_is_better: bool) -> Estimate:
+        """The same figures, `higher_is_better` set on it and every series it carries."""
+
+        def each(e):
+            return None if e is None else e.directed(higher_is_better)
+
+        return replace(
+            self,
+            higher_is_better=higher_is_better,
+            low_series=each(self.low_series),
+            high_series=each(self.high_series),
+            ppi=each(self.ppi),
+        )
 
     def oriented(self) -> Estimate:
         """The same estimate with "up is better": negated (and the interval flipped) where lower is better."""
@@ -55,12 +97,55 @@ class Estimate:
             return self
         return replace(self, diff=-self.diff, low=-self.high, high=-self.low, higher_is_better=True)
 
+    def fillings(self) -> tuple[Estimate, Estimate] | None:
+        """The series at the worst and at the best filling of the holes, oriented; None without bounds."""
+        if self.low_series is None or self.high_series is None:
+            return None
+        low, high = self.low_series.oriented(), self.high_series.oriented()
+        return (low, high) if self.higher_is_better else (high, low)
+
+    def read(self) -> tuple[Estimate, Estimate] | None:
+        """The oriented estimates the table reads at the worst and at the best filling of the
+        holes: the naive one twice; under bounds the two series; under ppi the audit's estimate
+        twice, None without an audit (`under_plan` sets a metric ppi does not cover to bounds)."""
+        if self.reads == "ppi":
+            return None if self.ppi is None else (self.ppi.oriented(), self.ppi.oriented())
+        if self.reads == "bounds":
+            return self.fillings()
+        return self.oriented(), self.oriented()
+
+    def span(self) -> Span | None:
+        """What the table reads (module doc); None under ppi without an audit."""
+        read = self.read()
+        if read is None:
+            return None
+        worst, best = read
+        return Span(worst.diff, worst.low, best.high)
+
+    def each_filling(self) -> list[Span]:
+        """The spans of single fillings of the holes the table could read: the naive one, and
+        the two extremes where the bounds are read — when one of them decides and the span read
+        does not, the holes decide (`inconclusive`, cause `holes`)."""
+        spans = [self.oriented()]
+        if self.reads == "bounds":
+            spans += list(self.fillings())
+        return [Span(e.diff, e.low, e.high) for e in spans]
+
     def shown(self) -> str:
-        return f"{self.metric} {_num(self.diff)} [{_num(self.low)}, {_num(self.high)}]"
+        said = f"{self.metric} {_num(self.diff)} [{_num(self.low)}, {_num(self.high)}]"
+        if self.reads == "ppi" and self.ppi is not None:
+            return f"{said}, estimated {_num(self.ppi.diff)} [{_num(self.ppi.low)}, {_num(self.ppi.high)}]"
+        if self.reads != "naive" and self.low_series is not None and self.high_series is not None:
+            low, high = self.low_series, self.high_series
+            return (
+                f"{said}, whatever the holes: {_num(low.diff)}..{_num(high.diff)} [{_num(low.low)}, {_num(high.high)}]"
+            )
+        return said
 
     def to_dict(self) -> dict:
-        """As the JSON shows it: unrounded, as measured (not oriented)."""
-        return {
+        """As the JSON shows it: unrounded, as measured (not oriented); with its bounds and the
+        audit's estimate where the plan reads them."""
+        out = {
             "metric": self.metric,
             "diff": self.diff,
             "ci_low": self.low,
@@ -68,6 +153,13 @@ class Estimate:
             "level": self.level,
             "higher_is_better": self.higher_is_better,
         }
+        if self.reads != "naive" and self.low_series is not None and self.high_series is not None:
+            low, high = self.low_series, self.high_series
+            out["bounds"] = {"diff_low": low.diff, "diff_high": high.diff, "ci_low": low.low, "ci_high": high.high}
+        if self.ppi is not None:
+            e = self.ppi
+            out["estimate"] = {"method": "ppi", "diff": e.diff, "ci_low": e.low, "ci_high": e.high}
+        return out
 
 
 def _num(x: float) -> str:
@@ -84,13 +176,27 @@ class GuardrailCheck:
     estimate: Estimate
     harm: float
 
+    def ends(self) -> tuple[float, float]:
+        """The interval's worse end (oriented) at the worst and at the best filling of the holes:
+        the same number when the guardrail reads no bounds (under ppi without an audit: its bounds)."""
+        worst, best = self.estimate.read() or self.estimate.fillings() or (self.estimate.oriented(),) * 2
+        return worst.low, best.low
+
+    def state(self) -> str:
+        """`held` (within the harm at the worst filling), `breached` (past it even at the best), or
+        `holes` (the filling decides)."""
+        worst, best = self.ends()
+        if not worst < -self.harm:
+            return "held"
+        return "breached" if best < -self.harm else "holes"
+
     def breached(self) -> bool:
-        """The interval reaches past the harm: the data cannot rule out a worse move than allowed."""
-        return self.estimate.oriented().low < -self.harm
+        """The interval reaches past the harm at every filling: the data cannot rule out a worse move than allowed."""
+        return self.state() == "breached"
 
     @property
     def held(self) -> bool:
-        return not self.breached()
+        return self.state() == "held"
 
     def shown_harm(self) -> str:
         return f"{'-' if self.estimate.higher_is_better else '+'}{self.harm:.4g}"
@@ -98,8 +204,14 @@ class GuardrailCheck:
     def line(self) -> str:
         """The guardrail, its interval and whether it held, in one line (a decision's reasons)."""
         said = f"guardrail {self.estimate.shown()}"
-        if self.breached():
+        state = self.state()
+        if state == "breached":
             return f"{said}: its interval reaches past the harm it may show ({self.shown_harm()})"
+        if state == "holes":
+            return (
+                f"{said}: the holes decide: its interval reaches past the harm it may show ({self.shown_harm()}) "
+                "at the worst filling of the documents nobody judged, not at the best"
+            )
         return f"{said}: held, its interval stays within the harm it may show ({self.shown_harm()})"
 
     def to_dict(self) -> dict:
@@ -108,6 +220,7 @@ class GuardrailCheck:
             "max_harm": self.shown_harm(),
             "max_harm_value": self.harm,
             "held": self.held,
+            "state": self.state(),
         }
 
 
@@ -125,22 +238,33 @@ class Decision:
     plan_id: str = ""
     candidate: str = ""
     queries: tuple[str, ...] = ()
+    holes: str = "naive"  # the figure the plan reads of the documents nobody judged (`READS`)
+    cause: str | None = None  # inconclusive only: `holes` or `audit` (`CAUSES`) when not the pair's decision
+    audit_needed: int | None = None  # ppi: the audit the realised residuals would have needed (an estimate)
 
     @property
     def made(self) -> bool:
-        """A decision that counts (in the reuse of its queries, in its plan's candidates): not void."""
-        return self.outcome != "void"
+        """A decision that counts (in the reuse of its queries, in its plan's candidates, as the
+        pair's decision): not void, and not an `inconclusive` that the holes or a missing audit
+        leave open (the plan can still decide the pair)."""
+        return self.outcome != "void" and self.cause is None
 
     def to_dict(self) -> dict:
         """The decision in `compare --json` (docs/interface.md §7 "Decisions")."""
-        return {
+        out = {
             "outcome": self.outcome,
             "reasons": list(self.reasons),
             "plan_id": self.plan_id,
             "primary": self.primary.to_dict() if self.primary else None,
             "guardrails": [g.to_dict() for g in self.guardrails],
             "n_queries": len(self.queries),
+            "holes": self.holes,
+            "cause": self.cause,
+            "made": self.made,
         }
+        if self.holes == "ppi":
+            out["audit_needed"] = self.audit_needed
+        return out
 
     def record(self) -> dict:
         """What the comparison run keeps of it (`decisions.json`): the JSON, the candidate and the
@@ -160,31 +284,56 @@ def decide(
     `candidate`, `queries` (the `Decision`'s fields from the comparison)."""
     if not min_effect > 0:
         raise ValueError(f"the minimum effect must be > 0, got {min_effect}")
-    outcome, reasons, settle = _table(primary, min_effect, guardrails, void)
+    outcome, reasons, settle, cause = _table(primary, min_effect, guardrails, void)
     if outcome != "void":
         reasons += tuple(g.line() for g in guardrails if g.held)
-    return Decision(outcome, reasons, primary, tuple(guardrails), settle, **context)
+    return Decision(outcome, reasons, primary, tuple(guardrails), settle, cause=cause, **context)
 
 
-def _table(primary: Estimate, m: float, guardrails, void) -> tuple[str, tuple[str, ...], int | None]:
-    """The first row of the table that holds: (outcome, its reasons, the queries to settle it)."""
+def _table(primary: Estimate, m: float, guardrails, void) -> tuple[str, tuple[str, ...], int | None, str | None]:
+    """The first row of the table that holds: (outcome, its reasons, the queries to settle it,
+    the cause of an inconclusive that is not the pair's decision)."""
     if void:
-        return "void", tuple(void), None
+        return "void", tuple(void), None, None
+    said = f"primary {primary.shown()}, minimum effect {m:.4g}"
+    span = primary.span()
+    if span is None:
+        why = (
+            f"{said}: the plan reads the audit's estimate and this comparison has no audit (compare --audit "
+            "GOLDEN_CHILD, after golden audit and golden add-judgments); not the pair's decision: the plan decides "
+            "it once the audit is in"
+        )
+        return "inconclusive", (why,), None, "audit"
     breached = [g for g in guardrails if g.breached()]
     if breached:
-        return "no_ship", tuple(g.line() for g in breached), None
+        return "no_ship", tuple(g.line() for g in breached), None, None
+    outcome, why = _primary(span, m)
+    open_rails = [g for g in guardrails if g.state() == "holes"] if outcome != "no_ship" else []
+    if open_rails or (outcome == "inconclusive" and any(_primary(s, m)[0] != outcome for s in primary.each_filling())):
+        filled = (
+            "some filling of the documents nobody judged would give another outcome; not the pair's decision "
+            f"(golden review BASE CAND --metric {primary.metric} lists them; a plan with --holes ppi estimates "
+            "them from a random audit)"
+        )
+        lines = (f"{said}: {why}",) if outcome == "inconclusive" else ()
+        return "inconclusive", (*lines, *(g.line() for g in open_rails), f"the holes decide: {filled}"), None, "holes"
+    if outcome != "inconclusive":
+        return outcome, (f"{said}: {why}",), None, None
     p = primary.oriented()
-    said = f"primary {primary.shown()}, minimum effect {m:.4g}"
-    if p.low > 0 and p.diff >= m:
-        return "ship", (f"{said}: the interval lies above 0 and the difference reaches the minimum effect",), None
-    if within(p.low, p.high, m):
-        return "equivalent", (f"{said}: the interval lies inside ±{m:.4g}",), None
-    if p.high < m:
-        return "no_ship", (f"{said}: even the interval's top is below the minimum effect",), None
-    settle = queries_to_settle(p.diff, p.sd, m, p.level) if p.sd is not None else None
+    settle = queries_to_settle(span.d, p.sd, m, p.level) if p.sd is not None else None
     more = f"; about {settle} paired queries would settle it at the observed spread" if settle else ""
-    why = "the interval neither clears 0 with the difference at the minimum effect, nor stays below it"
-    return "inconclusive", (f"{said}: {why}{more}",), settle
+    return "inconclusive", (f"{said}: {why}{more}",), settle, None
+
+
+def _primary(span: Span, m: float) -> tuple[str, str]:
+    """The primary's rows of the table on one span: (outcome, why)."""
+    if span.lo > 0 and span.d >= m:
+        return "ship", "the interval lies above 0 and the difference reaches the minimum effect"
+    if within(span.lo, span.hi, m):
+        return "equivalent", f"the interval lies inside ±{m:.4g}"
+    if span.hi < m:
+        return "no_ship", "even the interval's top is below the minimum effect"
+    return "inconclusive", "the interval neither clears 0 with the difference at the minimum effect, nor stays below it"
 
 
 def queries_to_settle(diff: float, sd: float, min_effect: float, level: float = 0.95) -> int:

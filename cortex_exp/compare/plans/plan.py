@@ -100,6 +100,14 @@ class Plan:
     # out of as_dict while None, so that an older plan keeps its digest (ADDED)
     ci: str | None = None  # the interval method every decision under the plan reads (`--ci`)
     seed: int | None = None  # its seed (None for `t`, which draws nothing at random)
+    # Added by issues 31 and 32 (docs/decisions.md "The documents nobody judged"), absent from an
+    # older plan.json in the same way: a plan without `holes` reads them as `naive`
+    holes: str | None = None  # which figure a decision reads: naive, bounds or ppi (`--holes`)
+    judge: str | None = None  # ppi: the judge's id the audit must have scored with (`--judge`)
+    audit_size: int | None = None  # ppi: the audit's size asked of `golden audit --size`
+    audit_seed: int | None = None  # ppi: its seed (`golden audit --seed`)
+    hole_share: float | None = None  # ppi: the share of the primary's weight nobody judged, assumed
+    audit_needed: int | None = None  # ppi: the audit the minimum effect needs at that share (an estimate)
 
     @property
     def level(self) -> float:
@@ -109,6 +117,12 @@ class Plan:
     @property
     def underpowered(self) -> bool:
         return self.queries_available < self.queries_needed
+
+    @property
+    def hole_mode(self) -> str:
+        """The figure every decision under the plan reads (`--holes`): a plan made before plans
+        fixed it reads the naive one, as every plan did then."""
+        return self.holes or "naive"
 
     @property
     def method(self) -> str:
@@ -135,7 +149,8 @@ class Plan:
             raise InputError(f"the plan's plan.json does not hold a plan of this version: {exc}") from None
 
 
-ADDED = ("ci", "seed")  # fields added after plans were first recorded: None is absent
+# fields added after plans were first recorded: None is absent
+ADDED = ("ci", "seed", "holes", "judge", "audit_size", "audit_seed", "hole_share", "audit_needed")
 
 
 def digest_of(data: dict) -> str:

@@ -10,14 +10,21 @@ from cortex_exp.compare.plans.under_plan import Decisions
 
 def record_tags(decided: Decisions, form: str) -> dict[str, str]:
     """The comparison run's tags under a plan (`tracking.plans.decision_tags`), the primary, each
-    decision's reasons in one line (`decision.<i>`, `decision.<i>.reason` in the form many) and
-    whether each guardrail held (`guardrail.<metric>`: `held` or `breached`; `guardrail.<i>.<metric>`)."""
+    decision's reasons in one line (`decision.<i>`, `decision.<i>.reason` in the form many),
+    whether each guardrail held (`guardrail.<metric>`: `held`, `breached` or `holes`;
+    `guardrail.<i>.<metric>`), `decisions_made` (the decisions that count: not void, not left open)
+    and `decisions_open` (the candidates whose `inconclusive` the holes or a missing audit leave
+    open, comma-joined: not the pair's decision)."""
     from cortex_exp.tracking.plans import decision_tags
 
     tags = {**decision_tags(decided.plan.as_dict(), decided.plan_id, decided.outcomes), "primary": decided.plan.primary}
+    tags["decisions_made"] = str(decided.made)
+    left_open = [d.candidate for d in decided.decisions if d.cause is not None]
+    if left_open:
+        tags["decisions_open"] = ",".join(left_open)
     for i, d in enumerate(decided.decisions, start=1):
         prefix = "" if form == "pair" else f"{i}."
-        tags.update({f"guardrail.{prefix}{g.estimate.metric}": "held" if g.held else "breached" for g in d.guardrails})
+        tags.update({f"guardrail.{prefix}{g.estimate.metric}": g.state() for g in d.guardrails})
         if form == "pair":
             tags["decision_reason"] = " | ".join(d.reasons)[:5000]
         else:

@@ -89,6 +89,31 @@ def method_reasons(plan: Plan, method: tuple[str, int] | None) -> list[str]:
     ]
 
 
+def holes_reasons(plan: Plan, holes: str, record: dict | None) -> list[str]:
+    """The plan fixes what a decision reads of the documents nobody judged (`plan create
+    --holes`), and under ppi the judge, the audit's size and seed: a comparison with another
+    `--holes`, or with an audit drawn otherwise (`record`: the audit's, `golden.audit`), does not
+    decide under it. One line each, naming what differs."""
+    if holes != plan.hole_mode:
+        return [
+            f"the plan reads the documents nobody judged by --holes {plan.hole_mode}; this comparison used "
+            f"--holes {holes} (compare again without --holes: a plan's comparison takes the plan's)"
+        ]
+    if plan.hole_mode != "ppi" or record is None:
+        return []
+    drawn = {
+        "judge": (str((record.get("judge") or {}).get("id")), plan.judge),
+        "size": (record.get("size"), plan.audit_size),
+        "seed": (record.get("seed"), plan.audit_seed),
+    }
+    return [
+        f"the plan fixes the audit's {what} ({fixed}); audit {record['audit_id']} was drawn with {used} "
+        f"(golden audit ... --judge {plan.judge} --size {plan.audit_size} --seed {plan.audit_seed})"
+        for what, (used, fixed) in drawn.items()
+        if used != fixed
+    ]
+
+
 def budget_reasons(plan: Plan, decided: tuple[str, ...]) -> list[str]:
     """A plan for N candidates decides at most N, in all its comparisons: its level 1 − alpha/N
     covers N tests. `decided`: the candidates it has decided so far (void outcomes do not count)."""
