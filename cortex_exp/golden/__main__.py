@@ -1,5 +1,5 @@
-"""`python -m cortex_exp.golden build | rebuild | import-beir | export | review | add-judgments | diff | split`
-(docs/interface.md §1)."""
+"""`python -m cortex_exp.golden build | rebuild | import-beir | export | review | audit | add-judgments | diff |
+split` (docs/interface.md §1)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 from cortex_exp.errors import InputError, quiet_stdout, run_cli
+from cortex_exp.golden.audit import DEFAULT_SIZE
 from cortex_exp.golden.beir import import_beir
 from cortex_exp.golden.build import build_from_files, rebuild
 from cortex_exp.golden.commit import disk_full
@@ -133,13 +134,39 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--corpus", type=Path, help="the corpus (default: run A's data.corpus)")
     v.add_argument("--tracking-uri", help="default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db")
     v.add_argument("--experiment", help="where run names are looked up (default cortex_exp, else all)")
+    au = sub.add_parser(
+        "audit",
+        help="a random audit of the documents nobody judged, scored by a judge: a sheet to fill in",
+        **described(
+            """Draw a random audit of the documents runs A and B (measured on GOLDEN) rank and GOLDEN
+            does not judge: each drawn independently with a probability that grows with its weight
+            in the difference, about --size in all (the realised size is printed). The judge scores
+            every one of them once, into the audit's record (SHEET.audit.json); the sheet lists the
+            drawn ones to fill in (verdict: positive or noise). `add-judgments` takes it back, then
+            `compare A B --holes ppi --audit CHILD` (docs/unjudged.md "Estimated").""",
+            f"{G} audit golden/demo --runs core/bm25_v2 core/unserved_first --judge JUDGE_ID --out audit.csv",
+            f"{G} audit golden/mine --runs RUN_A RUN_B --judge JUDGE_ID --size 400 --seed 1 --out audits/a1.csv",
+        ),
+    )
+    au.add_argument("golden", type=Path, metavar="GOLDEN", help="the golden-set folder both runs were measured on")
+    au.add_argument(
+        "--runs", nargs=2, required=True, metavar=("A", "B"), help="run ids, NAMEs or latest:NAMEs: baseline, candidate"
+    )
+    au.add_argument("--judge", required=True, metavar="JUDGE_ID", help="the judge_id `judge train` printed")
+    au.add_argument("--size", type=int, default=DEFAULT_SIZE, help=f"expected audit size (default {DEFAULT_SIZE})")
+    au.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
+    au.add_argument("--out", required=True, type=Path, help="the sheet to write (.csv); its record beside it")
+    au.add_argument("--corpus", type=Path, help="the corpus (default: run A's data.corpus)")
+    au.add_argument("--tracking-uri", help="default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db")
+    au.add_argument("--experiment", help="where run names are looked up (default cortex_exp, else all)")
     j = sub.add_parser(
         "add-judgments",
-        help="add a filled review file's verdicts (source: manual)",
+        help="add a filled review file's verdicts (source: manual), or a filled audit sheet (source: audit)",
         **described(
             """Add the verdicts of a filled review file (JSON lines or CSV: qid, doc_id, verdict) to a
             golden set as judgments `source: manual`, in place or into --out: a new golden_id,
-            counted apart in the manifest.""",
+            counted apart in the manifest. A filled `golden audit` sheet is taken whole, as
+            judgments `source: audit` with their inclusion probability.""",
             f"{G} add-judgments golden/demo review.csv --out golden/demo-reviewed",
             f"{G} add-judgments golden/mine review.jsonl",
         ),
@@ -232,6 +259,43 @@ def run_review(args) -> None:
     )
 
 
+def run_audit(args, encoder=None) -> None:
+    """`golden audit`: the judge loaded here, where the layers allow it (pyproject.toml), and
+    handed to `golden.audit` as a `JudgeRef`; its encoder (`encoder`: a test's fake one) is loaded
+    only when it scores."""
+    from cortex_exp.golden.audit import JudgeRef, draw_audit
+    from cortex_exp.judge import Pair, load_judge
+
+    judge = load_judge(args.judge, args.tracking_uri)
+
+    def score(corpus):
+        if corpus.fingerprint != judge.model.trained_on.get("corpus_fingerprint"):
+            print(
+                f"WARNING: the corpus {corpus.path} is not the one judge {args.judge} was trained with "
+                "(fingerprints differ): its lexical scores are read over this one",
+                file=sys.stderr,
+            )
+        return lambda pairs: judge.scorer(corpus, encoder).score([Pair(*p) for p in pairs])
+
+    ref = JudgeRef(judge.judge_id, judge.digest, judge.golden_id, judge.trained_pairs, score)
+    drawn = draw_audit(args, ref)
+    rec = drawn.record
+    pi = [e["pi"] for e in rec["frame"]]
+    print(
+        f"audit: {rec['realised']} documents drawn of the {drawn.frame_size} nobody judged in the frame "
+        f"(expected {min(rec['size'], drawn.frame_size)}, seed {rec['seed']}; inclusion probability "
+        f"{min(pi):.4g} to {max(pi):.4g}) -> {drawn.sheet}"
+    )
+    print(f"  runs A {rec['runs']['a']['run_id']}  B {rec['runs']['b']['run_id']}; judge {args.judge}")
+    print(f"  record {drawn.record_file}")
+    print(f"audit_id: {rec['audit_id']}")
+    print(
+        "fill the column verdict of every line with positive or noise (or helped, wrong): an audit is taken whole; "
+        f"then: python -m cortex_exp.golden add-judgments {drawn.golden.path} {drawn.sheet} --out GOLDEN_CHILD",
+        file=sys.stderr,
+    )
+
+
 def run_add_judgments(args) -> None:
     from cortex_exp.golden.manual import add_judgments
 
@@ -310,13 +374,14 @@ def run_split(args) -> None:
 HANDLERS = {"review": run_review, "add-judgments": run_add_judgments, "diff": run_diff, "split": run_split}
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, encoder=None) -> int:
+    """The command; `encoder` replaces the packaged model where a judge scores (a test's fake one)."""
     quiet_stdout()  # `golden diff | head -1`: no BrokenPipeError
     args = parser().parse_args(argv)
 
     def go():
         try:
-            run(args)
+            run(args, encoder)
         except OSError as exc:  # a write outside the commit (a BEIR corpus, a review file): the same exit 4
             full = disk_full(exc, exc.filename or getattr(args, "out", None) or getattr(args, "dir", None))
             if full is None:
@@ -326,8 +391,11 @@ def main(argv: list[str] | None = None) -> int:
     return run_cli(go)
 
 
-def run(args) -> None:
+def run(args, encoder=None) -> None:
     """One golden command, its summary on stdout."""
+    if args.command == "audit":
+        run_audit(args, encoder)
+        return
     if args.command == "build":
         golden = build(args)
     elif args.command == "rebuild":

@@ -21,6 +21,12 @@ record's digest. `golden add-judgments GOLDEN SHEET.csv` takes the filled sheet 
 (`golden.manual`): the verdicts join a child golden set as `source: audit` with their π, and the
 record is kept in the child's folder (`audit-<audit_id>.json`), where compare reads it
 (`compare --holes ppi --audit CHILD`).
+
+`draw_audit` is the command: everything that can be refused is checked before the judge scores
+anything (`--out` free, both runs measured on GOLDEN with hole data, the judge never trained on a
+frame document), then the frame is scored once, drawn, and written. The judge comes in as a
+`JudgeRef` — golden sits below the judge package (pyproject.toml's layers), so the command's
+entry point loads it and hands in its id, digest, trained pairs and a scoring function.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import numpy as np
 
 from cortex_exp.errors import InputError
 from cortex_exp.golden.commit import replace_file
+from cortex_exp.golden.load import load_golden
 from cortex_exp.metrics import is_quality
 from cortex_exp.metrics.holes import Holes, Side, has_hole_data
 
@@ -209,15 +216,23 @@ def record_path(sheet: Path) -> Path:
     return sheet.with_name(sheet.stem + RECORD_SUFFIX)
 
 
-def write_sheet(rows: list[dict], record: Mapping, out: Path) -> Path:
-    """The sheet (CSV) and its record beside it; neither may exist (a filled sheet is never lost)."""
+def check_out(out: Path) -> None:
+    """`--out` names a new CSV file whose record's name is free too (a filled sheet is never lost)."""
     out = Path(out)
-    where = record_path(out)
-    for path in (out, where):
-        if path.exists():
-            raise InputError(f"golden audit --out {out}: {path} exists (it may hold verdicts); choose a new file")
     if out.suffix.lower() != ".csv":
         raise InputError(f"golden audit --out {out}: the sheet is a CSV file (name it *.csv)")
+    for path in (out, record_path(out)):
+        if path.exists():
+            raise InputError(f"golden audit --out {out}: {path} exists (it may hold verdicts); choose a new file")
+
+
+def write_sheet(rows: list[dict], record: Mapping, out: Path) -> Path:
+    """The sheet (CSV) and its record beside it, each through a temporary file (an interrupt
+    leaves no half-written file); neither may exist. The record first: a sheet is never without
+    the record `add-judgments` checks it against."""
+    out = Path(out)
+    where = record_path(out)
+    check_out(out)
     buf = io.StringIO(newline="")
     writer = csv.DictWriter(buf, fieldnames=SHEET_COLUMNS, lineterminator="\n")
     writer.writeheader()
@@ -251,23 +266,120 @@ def kept_records(folder: Path) -> list[dict]:
 ScoreFn = Callable[[list[tuple[str, str | None, str]]], np.ndarray]  # (query text, project, doc id) -> P(positive)
 
 
-def build_audit(golden, corpus, a, b, score: ScoreFn, judge: Mapping, size: int, seed: int):
-    """(the record, the sheet's rows) of an audit of runs `a`, `b` (fetched runs measured on
-    `golden`). Exit 2 when a run was measured on another golden set."""
+def measured_on(golden, a, b) -> None:
+    """Exit 2 unless both runs were measured on `golden` (their `golden_id` tag), naming both ids."""
     for side, run in (("A", a), ("B", b)):
         if run.tag("golden_id") != golden.golden_id:
             raise InputError(
-                f"golden audit: run {side} {run.label} was measured on golden_id {run.tag('golden_id')}, not on "
-                f"{golden.path} (golden_id {golden.golden_id}); audit the set the runs were measured on"
+                f"golden audit: run {side} {run.label} was measured on golden_id {run.tag('golden_id') or '(none)'}, "
+                f"not on {golden.path} (golden_id {golden.golden_id}); audit the set the runs were measured on"
             )
+
+
+def audit_frame(golden, a, b) -> list[FrameDoc]:
+    """The frame of runs `a`, `b` on `golden` (module doc); exit 2 when a run was measured on
+    another golden set, has no hole data, or the frame is empty."""
+    measured_on(golden, a, b)
     rows_a, rows_b = ({r["qid"]: r for r in run.per_query} for run in (a, b))
-    qids = sorted(set(rows_a) & set(rows_b))
-    frame = frame_of(rows_a, rows_b, qids)
+    frame = frame_of(rows_a, rows_b, sorted(set(rows_a) & set(rows_b)))
     if not frame:
         raise InputError("golden audit: the runs rank no document the golden set does not judge: nothing to audit")
+    return frame
+
+
+SHOWN = 3  # overlapping pairs a refusal names
+
+
+def check_judge(frame: Sequence[FrameDoc], trained: frozenset, judge_id: str) -> None:
+    """Exit 2 when the judge learned a verdict of a frame document: its score there would be its
+    own training label, and the audit that corrects it would not measure its bias where it is used."""
+    overlap = [(f.qid, f.doc_id) for f in frame if (f.qid, f.doc_id) in trained]
+    if overlap:
+        shown = ", ".join(f"{d!r} for qid {q!r}" for q, d in overlap[:SHOWN])
+        more = f" and {len(overlap) - SHOWN} more" if len(overlap) > SHOWN else ""
+        raise InputError(
+            f"golden audit --judge {judge_id}: the judge was trained on {len(overlap)} (query, document) pair(s) "
+            f"of the audit's frame ({shown}{more}): the golden set it learned from judges documents this set does "
+            "not; train the judge on the golden set the runs were measured on (python -m cortex_exp.judge train "
+            "GOLDEN)"
+        )
+
+
+def build_audit(
+    golden, corpus, a, b, score: ScoreFn, judge: Mapping, size: int, seed: int, trained: frozenset = frozenset()
+):
+    """(the record, the sheet's rows) of an audit of runs `a`, `b` (fetched runs measured on
+    `golden`), `trained` the (qid, doc_id) pairs the judge learned from. Exit 2 as `audit_frame`
+    and `check_judge` say, before `score` is called."""
+    frame = audit_frame(golden, a, b)
+    check_judge(frame, trained, judge.get("id", "?"))
     queries = {q.qid: q for q in golden.queries}
     scores = np.asarray(score([(queries[f.qid].text, queries[f.qid].project, f.doc_id) for f in frame]), dtype=float)
     pi, c, pi_min = inclusion(np.asarray([f.weight for f in frame]), size)
     drawn = draw(pi, seed)
     record = make_record(golden, (a, b), judge, frame, scores, pi, drawn, seed, size, c, pi_min)
     return record, sheet_rows(record, frame, golden, corpus)
+
+
+@dataclass(frozen=True)
+class JudgeRef:
+    """What an audit needs of a judge, handed in by the command's entry point (golden sits below
+    the judge package): its id and digest, the golden set it learned from, the (qid, doc_id) pairs
+    it learned, and `score(corpus)`, the `ScoreFn` of that corpus (`build_audit` calls it only once
+    every refusal is past: the encoder is loaded then, never for an audit that is refused)."""
+
+    judge_id: str
+    digest: str
+    golden_id: str
+    trained_pairs: frozenset
+    score: Callable[[object], ScoreFn]
+
+    def describe(self) -> dict:
+        return {"id": self.judge_id, "digest": self.digest, "golden_id": self.golden_id}
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What `golden audit` wrote: the record (its realised size, its π), the sheet and the record's path."""
+
+    record: dict
+    sheet: Path
+    record_file: Path
+    golden: object
+
+    @property
+    def frame_size(self) -> int:
+        return len(self.record["frame"])
+
+
+def corpus_of_run(run, given: Path | None) -> Path:
+    """`--corpus`, else the corpus run A ranked (its param `data.corpus`): the frame's documents are
+    its documents."""
+    if given is not None:
+        return Path(given)
+    value = run.params.get("data.corpus")
+    if not value or value == "None":
+        raise InputError(f"golden audit: run {run.label} logged no data.corpus; pass --corpus PATH")
+    return Path(value)
+
+
+def draw_audit(opts, judge: JudgeRef) -> Drawn:
+    """`golden audit` (module doc): `opts` carries golden, runs (A, B), size, seed, out, corpus,
+    tracking_uri, experiment."""
+    from cortex_exp.data.corpus import load_corpus
+    from cortex_exp.tracking import resolve_uri
+    from cortex_exp.tracking.fetch import connect, fetch_run
+
+    if opts.size < 1:
+        raise InputError(f"golden audit --size {opts.size}: must be at least 1")
+    check_out(opts.out)
+    client = connect(resolve_uri(opts.tracking_uri))
+    a, b = (fetch_run(client, s, opts.experiment) for s in opts.runs)
+    golden = load_golden(opts.golden)
+    measured_on(golden, a, b)
+    corpus = load_corpus(corpus_of_run(a, opts.corpus))
+    record, rows = build_audit(
+        golden, corpus, a, b, judge.score(corpus), judge.describe(), opts.size, opts.seed, judge.trained_pairs
+    )
+    where = write_sheet(rows, record, Path(opts.out))
+    return Drawn(record, Path(opts.out), where, golden)

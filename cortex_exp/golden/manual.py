@@ -86,11 +86,10 @@ def _verdict(obj: dict, problems: Problems, line: int) -> str | None:
     return None
 
 
-def read_verdicts(path: Path, golden: GoldenSet) -> tuple[list[Judgment], int, int, str]:
-    """The new manual judgments of `path`; how many lines were not filled in, how many the set
-    already judged alike, and the sha256 of the bytes read (the file is read once: the digest is of
-    what was parsed). Every problem at once, nothing written (exit 2)."""
-    raw = read_input(Path(path), "a file of verdicts (JSON lines or CSV)")
+def read_verdicts(path: Path, golden: GoldenSet, raw: bytes) -> tuple[list[Judgment], int, int, str]:
+    """The new manual judgments of `raw`, the bytes of `path` (read once by `add_judgments`: the
+    digest is of what was parsed); how many lines were not filled in, how many the set already
+    judged alike, and that sha256. Every problem at once, nothing written (exit 2)."""
     problems, first = Problems(path), {}
     qids, existing = {q.qid for q in golden.queries}, {(j.qid, j.doc_id): j for j in golden.judgments}
     new, empty, alike = [], 0, 0
@@ -129,10 +128,9 @@ def read_verdicts(path: Path, golden: GoldenSet) -> tuple[list[Judgment], int, i
     return new, empty, alike, hashlib.sha256(raw).hexdigest()
 
 
-def audit_verdicts(path: Path, golden: GoldenSet) -> tuple[list[Judgment], dict, str]:
-    """The judgments of a filled audit sheet (`source: audit`, each with its π), its record,
-    and the sheet's sha256; every problem at once (exit 2)."""
-    raw = read_input(Path(path), "an audit sheet (CSV)")
+def audit_verdicts(path: Path, golden: GoldenSet, raw: bytes) -> tuple[list[Judgment], dict, str]:
+    """The judgments of a filled audit sheet (`raw`, the bytes of `path`: `source: audit`, each
+    with its π), its record, and the sheet's sha256; every problem at once (exit 2)."""
     rec = audits.read_record(audits.record_path(Path(path)))
     if rec["golden_id"] != golden.golden_id:
         raise InputError(
@@ -167,17 +165,18 @@ def audit_verdicts(path: Path, golden: GoldenSet) -> tuple[list[Judgment], dict,
     return new, rec, hashlib.sha256(raw).hexdigest()
 
 
-def is_audit_sheet(path: Path) -> bool:
-    raw = read_input(Path(path), "a file of verdicts (JSON lines or CSV)")
+def is_audit_sheet(raw: bytes, path: Path) -> bool:
+    """Whether the bytes `raw` of `path` are an audit sheet (a CSV header naming `audit_id`)."""
     if starts_json(raw):
         return False
     header = next(csv.reader(io.StringIO(decode_text(raw, Path(path)), newline="")), [])
     return "audit_id" in header
 
 
-def add_audit(old: GoldenSet, path: Path, target: Path, now: str):
-    """The set with a filled audit sheet's verdicts and its record (module doc)."""
-    new_judgments, rec, digest = audit_verdicts(Path(path), old)
+def add_audit(old: GoldenSet, path: Path, raw: bytes, target: Path, now: str):
+    """The set with a filled audit sheet's verdicts (`raw`, the bytes of `path`) and its record
+    (module doc)."""
+    new_judgments, rec, digest = audit_verdicts(Path(path), old, raw)
     judgments = sorted(old.judgments + new_judgments, key=lambda j: (j.qid, j.doc_id))
     new = GoldenSet(old.queries, judgments, _copy(old.manifest), dict(old.corpus_hashes))
     update_counts(new)
@@ -202,10 +201,11 @@ def add_judgments(golden_dir: Path, path: Path, out_dir: Path | None = None, now
             f"--out {target}: already holds a golden set (not {golden_dir}, whose verdicts these are); "
             "choose a new or empty folder, or add the verdicts in place"
         )
-    if is_audit_sheet(Path(path)):
+    raw = read_input(Path(path), "a file of verdicts (JSON lines or CSV)")  # once: the digest is of what is parsed
+    if is_audit_sheet(raw, Path(path)):
         stamp = (now or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-        return add_audit(old, Path(path), target, stamp)
-    new_judgments, empty, alike, digest = read_verdicts(Path(path), old)
+        return add_audit(old, Path(path), raw, target, stamp)
+    new_judgments, empty, alike, digest = read_verdicts(Path(path), old, raw)
     if not new_judgments:
         raise InputError(
             f"{path}: no new verdict to add ({empty} line(s) not filled in, {alike} the set already judges alike); "
