@@ -42,7 +42,7 @@ from cortex_exp.compare.pairing import (
     status_warnings,
     warning,
 )
-from cortex_exp.compare.results import Estimate, MetricComparison, PairResult, View
+from cortex_exp.compare.results import HoleEstimate, MetricComparison, PairResult, View
 from cortex_exp.errors import InputError
 from cortex_exp.findings import Finding
 from cortex_exp.metrics import higher_is_better
@@ -341,7 +341,7 @@ def analyse_all(
                     ppi.parts(ppi.table(name, sample.rows_a, sample.rows_b, sample.qids), audit), sample.ci, draw
                 )
                 verdict = stats.bounded_verdict(est.interval, est.interval, figures.higher_is_better, margin)
-                estimate = Estimate("ppi", est.diff, est.interval, est.audited, verdict, est.lam)
+                estimate = HoleEstimate("ppi", est.diff, est.interval, est.audited, verdict, est.lam)
             metrics[name] = MetricComparison(
                 name, figures, figures.interval.p_value, figures.verdict(), options.holes, mass, bounds, estimate
             )

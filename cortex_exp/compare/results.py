@@ -18,7 +18,7 @@ from cortex_exp.compare.holes import Bounds, HoleMass
 
 
 @dataclass(frozen=True)
-class Estimate:
+class HoleEstimate:
     """A corrected estimate of the difference (`--holes ppi`): its method, value, interval, the
     audited documents it read, and its verdict."""
 
@@ -54,7 +54,7 @@ class MetricComparison:
     mode: str = "naive"
     holes: HoleMass | None = None
     bounds: Bounds | None = None
-    estimate: Estimate | None = None
+    estimate: HoleEstimate | None = None
 
     @property
     def verdict(self) -> str:
