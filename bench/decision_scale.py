@@ -71,9 +71,9 @@ def main() -> int:
 
     from cortex_exp.compare.cli import main as compare
     from cortex_exp.compare.plans.cli import main as plan
+    from cortex_exp.console.tables import table
     from cortex_exp.golden.beir import import_beir
     from cortex_exp.run import benchmark
-    from cortex_exp.tables import table
 
     with tempfile.TemporaryDirectory(prefix="cortex_decision_") as tmp:
         work = args.work or Path(tmp)

@@ -117,7 +117,7 @@ def plot(points: list[dict], path: Path) -> Path:
 
 
 def table_of(points: list[dict]) -> str:
-    from cortex_exp.tables import table
+    from cortex_exp.console.tables import table
 
     rows = [[p["days"], p["queries"]] + [p[m]["detectable"] for m in METRICS] for p in points]
     return table(["days", "queries", *(f"det. {m}" for m in METRICS)], rows, keys=2)
@@ -132,7 +132,7 @@ def main() -> int:
     p.add_argument("--results", type=Path, default=RESULTS, help="where curve JSON goes (default bench/results)")
     args = p.parse_args()
     from cortex_exp import tracking
-    from cortex_exp.logs import configure
+    from cortex_exp.console.logs import configure
 
     configure()
     uri = tracking.resolve_uri(args.tracking_uri)

@@ -170,9 +170,9 @@ def simulate(
     resamples of the golden set's queries (the same resamples for every pair and estimator),
     in chunks on `jobs` processes (`cortex_exp.parallel.ordered_map`: the rows do not depend on
     how many)."""
+    from cortex_exp.console.progress import bar
     from cortex_exp.metrics import higher_is_better
     from cortex_exp.parallel import ordered_map, use_workers
-    from cortex_exp.progress import bar
 
     estimators = ESTIMATORS if estimators is None else estimators
     truth = measured.truth_sets()
@@ -234,7 +234,7 @@ def table_of(rows: list[dict]) -> str:
     """One line per (collection, depth, pair, metric): the truth, naive's coverage and decision
     error beside bounds' coverage (its binomial interval), error and `holes` rate, the condensed
     view's, and the mean widths."""
-    from cortex_exp.tables import table
+    from cortex_exp.console.tables import table
 
     by: dict[tuple, dict[str, dict]] = {}
     for r in rows:
@@ -255,7 +255,7 @@ def table_of(rows: list[dict]) -> str:
 
 def golden_table(golden: list[dict]) -> str:
     """Each pair on the golden set as measured: the truth, the naive and the bounded verdicts."""
-    from cortex_exp.tables import table
+    from cortex_exp.console.tables import table
 
     lines = []
     for g in golden:
@@ -346,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [c for c in collections if c not in WORLDS] + [c for c in candidates if c not in CANDIDATES]
     if unknown:
         p.error(f"unknown collection or candidate: {', '.join(unknown)}")
-    from cortex_exp.logs import configure
+    from cortex_exp.console.logs import configure
 
     configure()
     at_start = machine()

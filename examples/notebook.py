@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from cortex_exp import api
-from cortex_exp.logs import configure
+from cortex_exp.console.logs import configure
 
 configure()  # stderr as the commands show it: cortex_exp's notes, other libraries' from WARNING up
 work = Path(os.environ.get("CORTEX_EXAMPLE_DIR") or tempfile.mkdtemp(prefix="cortex_notebook_"))

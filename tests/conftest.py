@@ -57,7 +57,7 @@ def tiny(tmp_path):
 def command_logging():
     """Logging set up as every command sets it up (progress notes and WARNING lines on stderr),
     so that a test calling the run in-process sees on stderr what a user would."""
-    from cortex_exp.logs import configure
+    from cortex_exp.console.logs import configure
 
     configure()
 

@@ -1,5 +1,5 @@
 """Every entry point's `--help` says what it does and shows two examples or more (issue 29, item
-8), in one shape (`cortex_exp/usage.py`); each example is read back out of the help text and
+8), in one shape (`cortex_exp/console/usage.py`); each example is read back out of the help text and
 parsed by the command's own parser, so an example cannot drift from the flags. `python -m
 cortex_exp --help` was Hydra's generic text ("main is powered by Hydra") listing the schemas
 the options extend (`row: _schema, core, ...`, `retriever: _base, ...`) as if they were choices."""
@@ -18,13 +18,13 @@ from cortex_exp.cli.main import main as cortex_main
 from cortex_exp.compare.cli import build_parser as compare_parser
 from cortex_exp.compare.cli import main as compare_main
 from cortex_exp.compare.plans.cli import parser as plan_parser
+from cortex_exp.console.usage import EXAMPLES
 from cortex_exp.demo.__main__ import main as demo_main
 from cortex_exp.golden.__main__ import main as golden_main
 from cortex_exp.golden.__main__ import parser as golden_parser
 from cortex_exp.plan.__main__ import main as plan_main
 from cortex_exp.tracking.__main__ import build_parser as tracking_parser
 from cortex_exp.tracking.__main__ import main as tracking_main
-from cortex_exp.usage import EXAMPLES
 
 # module -> (its main(argv), its parser; None: the parser is built inside main)
 ENTRY_POINTS = {

@@ -15,7 +15,7 @@ import sys
 from lifecycle import data_args, tiny_dataset
 
 from cortex_exp.cli.main import main
-from cortex_exp.logs import ConsoleHandler
+from cortex_exp.console.logs import ConsoleHandler
 
 
 def test_a_run_in_process_leaves_signals_and_logging_as_they_were(tmp_path, capsys):

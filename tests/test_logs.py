@@ -10,8 +10,8 @@ import logging
 
 import pytest
 
-from cortex_exp import logs
-from cortex_exp.progress import bar
+from cortex_exp.console import logs
+from cortex_exp.console.progress import bar
 from cortex_exp.run.log import log
 
 OWNED_BY_MLFLOW = ("mlflow", "alembic", "sqlalchemy.engine", "huey")  # what MLflow's own set-up takes over

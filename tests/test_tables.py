@@ -3,8 +3,8 @@ the columns that name a line; nothing is dropped."""
 
 from __future__ import annotations
 
+from cortex_exp.console.tables import table
 from cortex_exp.multirun.summary import summary
-from cortex_exp.tables import table
 
 METRICS = [
     "recall_at_5",

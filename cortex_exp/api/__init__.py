@@ -19,7 +19,7 @@ as the commands (docs/python-api.md).
   of its sources (or `import-beir`); `demo_data(folder)` writes the demo corpus and serve log.
 
 What they return (`cortex_exp.api.results`) has a one-line `repr` and draws itself as HTML in
-Jupyter; progress bars show in a notebook and on a terminal, not in a log (`cortex_exp.progress`).
+Jupyter; progress bars show in a notebook and on a terminal, not in a log (`cortex_exp.console.progress`).
 
 Errors are the commands' own exceptions (`cortex_exp.errors`): `InputError` (the command's exit
 2), `GateRefused` (exit 3), `ServiceUnreachable` (exit 4), each with the command's message.

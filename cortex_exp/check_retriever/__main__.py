@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 import yaml
 
+from cortex_exp.console.usage import described
 from cortex_exp.data.corpus import Corpus, load_corpus
 from cortex_exp.errors import InputError, quiet_stdout, run_cli
 from cortex_exp.retrievers.contract import (
@@ -34,7 +35,6 @@ from cortex_exp.retrievers.contract import (
 )
 from cortex_exp.retrievers.service import SearchService
 from cortex_exp.run.probe import probe_all, probe_queries
-from cortex_exp.usage import described
 
 EDGE_QUERIES = ["zzqx unheard-of words xyzzy"]
 

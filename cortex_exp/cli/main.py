@@ -1,7 +1,7 @@
 """`python -m cortex_exp [HYDRA OVERRIDES]`: one benchmark run (one row x one retriever);
 `-m` for a multirun. Hydra composes and builds the settings here; the work is the plain
 function `cortex_exp.run.benchmark.run(settings)`. Logging is Hydra's job logging with
-`conf/hydra/job_logging/cortex.yaml` (see `cortex_exp.logs`); `hydra.verbose` is the
+`conf/hydra/job_logging/cortex.yaml` (see `cortex_exp.console.logs`); `hydra.verbose` is the
 verbosity flag.
 
 SIGINT and SIGTERM end the process with 130 and 143 and no traceback, whatever it was doing:
@@ -22,8 +22,8 @@ from omegaconf import DictConfig, OmegaConf
 from cortex_exp import interrupts
 from cortex_exp.cli.config import register
 from cortex_exp.cli.trust import check_arguments
+from cortex_exp.console.logs import quiet_environment, quiet_progress_bars
 from cortex_exp.errors import CortexError, quiet_stdout, report, run_cli
-from cortex_exp.logs import quiet_environment, quiet_progress_bars
 from cortex_exp.settings import CacheSettings
 
 register()  # the schemas must be in the ConfigStore before Hydra composes

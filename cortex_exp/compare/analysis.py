@@ -43,10 +43,10 @@ from cortex_exp.compare.pairing import (
     warning,
 )
 from cortex_exp.compare.results import HoleEstimate, MetricComparison, PairResult, View
+from cortex_exp.console.progress import bar
 from cortex_exp.errors import InputError
 from cortex_exp.findings import Finding
 from cortex_exp.metrics import higher_is_better
-from cortex_exp.progress import bar
 
 if TYPE_CHECKING:  # the types only: compare.plans reads this module
     from cortex_exp.compare.plans.under_plan import Decisions

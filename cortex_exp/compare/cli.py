@@ -24,12 +24,12 @@ from cortex_exp import interrupts
 from cortex_exp.compare.holes import MODES as HOLE_MODES
 from cortex_exp.compare.judged import max_drop
 from cortex_exp.compare.options import BOOTSTRAP_KINDS, CI_KINDS, CompareOptions
+from cortex_exp.console.logs import configure as configure_logging
+from cortex_exp.console.tables import WIDTH
+from cortex_exp.console.usage import described
 from cortex_exp.errors import InputError, quiet_stdout, run_cli
-from cortex_exp.logs import configure as configure_logging
 from cortex_exp.metrics import higher_is_better, primary_name
 from cortex_exp.settings import MetricSettings
-from cortex_exp.tables import WIDTH
-from cortex_exp.usage import described
 
 DEFAULTS = CompareOptions()  # the defaults, in one place: the options value's
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from cortex_exp.compare.analysis import Comparison
 from cortex_exp.compare.results import MetricComparison, PairResult, View
-from cortex_exp.tables import WIDTH, table
+from cortex_exp.console.tables import WIDTH, table
 
 COLUMNS = ("metric", "mean A", "mean B", "diff", "95% CI", "p", "W/T/L", "verdict")
 POWER_COLUMNS = ("metric", "±half-width", "detectable", "effect", "queries needed")

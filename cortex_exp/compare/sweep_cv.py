@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cortex_exp.console.tables import WIDTH
 from cortex_exp.errors import InputError
-from cortex_exp.tables import WIDTH
 
 K_FOLDS = 5
 SWEEP_PARAM = "retriever.fusion.weight"

@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from cortex_exp.console.usage import described
 from cortex_exp.errors import quiet_stdout
-from cortex_exp.usage import described
 
 from . import DEFAULT_SEED, generate
 

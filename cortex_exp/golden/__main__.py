@@ -9,14 +9,14 @@ import sys
 import textwrap
 from pathlib import Path
 
+from cortex_exp.console.tables import WIDTH
+from cortex_exp.console.usage import described
 from cortex_exp.errors import InputError, quiet_stdout, run_cli
 from cortex_exp.golden.audit import DEFAULT_SIZE
 from cortex_exp.golden.beir import import_beir
 from cortex_exp.golden.build import build_from_files, rebuild
 from cortex_exp.golden.commit import disk_full
 from cortex_exp.golden.export import FILES, FORMATS, export
-from cortex_exp.tables import WIDTH
-from cortex_exp.usage import described
 
 G = "python -m cortex_exp.golden"
 DEMO = "--corpus data/demo/corpus.jsonl"

@@ -9,10 +9,10 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from cortex_exp.console.tables import WIDTH, shorten, table
 from cortex_exp.golden.lineage import changes
 from cortex_exp.golden.load import load_golden
 from cortex_exp.golden.store import GoldenSet
-from cortex_exp.tables import WIDTH, shorten, table
 
 
 def _about(golden: GoldenSet) -> str:

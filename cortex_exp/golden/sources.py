@@ -13,6 +13,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from cortex_exp.console.progress import bar
 from cortex_exp.data.corpus import load_corpus
 from cortex_exp.data.servelog import SOURCE_WORDS, source_kind
 from cortex_exp.errors import InputError
@@ -22,7 +23,6 @@ from cortex_exp.golden.manifest import describe_inputs
 from cortex_exp.golden.mapping import TraceMapping
 from cortex_exp.golden.store import GoldenSet, check_out_dir, write_golden
 from cortex_exp.golden.traces import TraceReader
-from cortex_exp.progress import bar
 
 
 def parse_time(text: str | None, flag: str) -> datetime | None:

@@ -8,8 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from cortex_exp.console.logs import configure as configure_logging
 from cortex_exp.errors import InputError, quiet_stdout, run_cli
-from cortex_exp.logs import configure as configure_logging
 from cortex_exp.retrievers.encoders import Encoder
 from cortex_exp.tracking.judges import MODEL_FILE, OUT_OF_FOLD_FILE
 

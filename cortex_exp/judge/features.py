@@ -25,10 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
+from cortex_exp.console.progress import bar
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.errors import InputError
 from cortex_exp.judge.examples import Pair, distinct
-from cortex_exp.progress import bar
 from cortex_exp.retrievers.base import parameters
 from cortex_exp.retrievers.bm25_v2 import Bm25V2
 from cortex_exp.retrievers.dense import Dense

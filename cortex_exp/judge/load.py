@@ -22,12 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
+from cortex_exp.console.progress import bar
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.errors import InputError
 from cortex_exp.judge.examples import Pair
 from cortex_exp.judge.features import Features
 from cortex_exp.judge.model import JudgeModel
-from cortex_exp.progress import bar
 from cortex_exp.retrievers.encoders import Encoder
 
 BATCH = 50_000  # pairs scored at a time (the progress bar's steps)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import textwrap
 
+from cortex_exp.console.tables import WIDTH, table
 from cortex_exp.metrics import higher_is_better, sort_key
 from cortex_exp.rows import ROWS
-from cortex_exp.tables import WIDTH, table
 
 # not quality metrics, or another view of them (the judged share, the condensed view: in MLflow)
 NOT_SHOWN = ("silent_share", "n_queries", "setup_seconds", "judged_at_", "condensed_")
@@ -17,7 +17,7 @@ NOT_SHOWN = ("silent_share", "n_queries", "setup_seconds", "judged_at_", "conden
 def summary(children: list[dict], primary: str | None) -> str:
     """One table: a line per job; `core` marked as the row that decides, the best marked. The
     run, role and best columns name a line: a table wider than the terminal's 100 columns
-    repeats them in each block of metrics (`cortex_exp.tables`)."""
+    repeats them in each block of metrics (`cortex_exp.console.tables`)."""
     finished = [c for c in children if c["status"] == "FINISHED"]
     if not finished:
         return "no job finished"

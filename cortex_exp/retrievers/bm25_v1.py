@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cortex_exp.console.progress import bar
 from cortex_exp.data.corpus import Corpus
-from cortex_exp.progress import bar
 from cortex_exp.retrievers.base import Index, Ranking, Retriever, ranking_from_scores
 from cortex_exp.retrievers.tokenize import whitespace
 from cortex_exp.settings import check, is_number

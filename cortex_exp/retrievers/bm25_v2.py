@@ -13,9 +13,9 @@ from itertools import islice
 
 import numpy as np
 
+from cortex_exp.console.progress import bar
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.parallel import ordered_map, thread_map
-from cortex_exp.progress import bar
 from cortex_exp.retrievers.base import EMPTY, Index, Ranking, Retriever, ranking_from_scores
 from cortex_exp.retrievers.bm25_matrix import Bm25Matrix, Pairs, pairs
 from cortex_exp.retrievers.tokenize import PieceTerms, identifier_aware

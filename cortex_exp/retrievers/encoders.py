@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from cortex_exp.console.progress import bar
 from cortex_exp.errors import ComponentError
-from cortex_exp.progress import bar
 
 if TYPE_CHECKING:  # httpx is imported by the first request (~0.3 s a run that sends none)
     import httpx

@@ -36,8 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cortex_exp.console.progress import bar
 from cortex_exp.errors import ComponentError
-from cortex_exp.progress import bar
 from cortex_exp.retrievers.code_version import code_version
 from cortex_exp.retrievers.embed_cache import default_root, warn
 from cortex_exp.retrievers.encoders import LOCAL_MODEL, Encoder, packaged_model_path

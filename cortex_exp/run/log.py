@@ -1,5 +1,5 @@
 """Progress and notes of a run, for the person watching: records of the `cortex_exp.run`
-logger, which the command's logging set-up (`cortex_exp.logs`) writes to stderr, never stdout
+logger, which the command's logging set-up (`cortex_exp.console.logs`) writes to stderr, never stdout
 (stdout carries only tables and ids). A message that starts with `WARNING:` (docs/interface.md
 §5) is logged at WARNING, every other at INFO."""
 

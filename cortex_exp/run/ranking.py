@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from cortex_exp.console.progress import bar
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.errors import ComponentError, InputError
-from cortex_exp.progress import bar
 from cortex_exp.retrievers.base import (
     EMPTY,
     Answer,

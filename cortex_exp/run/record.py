@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cortex_exp import interrupts, metrics, tracking
+from cortex_exp.console.tables import table
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.data.trec import format_run
 from cortex_exp.findings import Finding, decides, degraded_reasons, refusals, tags_of
@@ -22,7 +23,6 @@ from cortex_exp.run.query_table import QUERY_TABLE, query_table
 from cortex_exp.run.silence import silence_metrics
 from cortex_exp.run.verdict import degraded_banner
 from cortex_exp.settings import RunSettings
-from cortex_exp.tables import table
 
 NAME_ALIASES = {"retriever.fusion.weight": "w"}  # how a swept key reads in a run name
 

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from cortex_exp import interrupts
+from cortex_exp.console.usage import described
 from cortex_exp.errors import InputError, quiet_stdout, run_cli
-from cortex_exp.usage import described
 
 WHAT = """Log the runs kept in a spool folder when the tracking store failed mid-run (MLFLOW
 UNREACHABLE, MLFLOW STORE FULL) as complete runs, once the store is back: each is checked whole

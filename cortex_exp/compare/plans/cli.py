@@ -13,9 +13,9 @@ import sys
 from cortex_exp.compare.holes import MODES as HOLE_MODES
 from cortex_exp.compare.options import CI_KINDS
 from cortex_exp.compare.plans.create import DEFAULT_HOLES, audit_line, make_plan, underpowered_warning
+from cortex_exp.console.logs import configure as configure_logging
+from cortex_exp.console.usage import described
 from cortex_exp.errors import InputError, quiet_stdout, run_cli
-from cortex_exp.logs import configure as configure_logging
-from cortex_exp.usage import described
 
 WHAT = """Record a plan before the candidate runs: the baseline run, the primary metric, the smallest
 effect worth shipping and the guardrails, as an MLflow run (kind=plan). It prints the paired

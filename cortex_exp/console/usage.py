@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from cortex_exp.tables import WIDTH
+from cortex_exp.console.tables import WIDTH
 
 EXAMPLES = "examples:"
 
