@@ -276,6 +276,12 @@ def test_plan_is_the_plan_create_records_and_a_decision_draws_itself(store, caps
     assert decision.plan_id == made.plan_id and decision.candidate == v2.name and "\n" not in repr(decision)
     rows = Cells(decision._repr_html_()).rows
     assert rows[1][:2] == [decision.outcome, "mrr"]
+    # every guardrail, its interval at the plan's level and whether it held, as --json gives them
+    (guard,) = printed["guardrails"]
+    shown = "held" if guard["held"] else "breached"
+    interval = f"[{guard['ci_low']:+.4f}, {guard['ci_high']:+.4f}]"
+    assert rows[2][0] == "guardrail" and rows[3] == ["noise_at_5", f"{guard['diff']:+.4f}", interval, "+0.5", shown]
+    assert f"guardrails held {int(guard['held'])}/1" in repr(decision)
     assert decision._repr_html_() in result._repr_html_()
     with pytest.raises(InputError, match="min-effect"):
         api.plan(v1, "mrr", "bananas", tracking_uri=uri)
