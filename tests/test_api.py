@@ -287,6 +287,28 @@ def test_plan_is_the_plan_create_records_and_a_decision_draws_itself(store, caps
         api.plan(v1, "mrr", "bananas", tracking_uri=uri)
 
 
+def test_a_plan_made_in_the_api_fixes_its_interval_as_plan_create_does(store, capsys):
+    """`plan(..., ci=, seed=)` is `plan create --ci --seed`: a compare under it with another
+    interval is void for that reason, with its own it is not (issue 28 item 6 through the API)."""
+    from cortex_exp.plan.__main__ import main as plan_cli
+    from cortex_exp.tracking.plans import read_plan
+
+    uri, _, runs = store
+    v1, v2 = runs["v1"], runs["v2"]
+    made = api.plan(v1, "mrr", "0.05", candidates=2, ci="bootstrap", seed=0, tracking_uri=uri)
+    assert (made.plan.ci, made.plan.seed) == ("bootstrap", 0)
+    args = ["create", "--baseline", v1.run_id, "--primary", "mrr", "--min-effect", "0.05", "--candidates", "2"]
+    assert plan_cli([*args, "--ci", "bootstrap", "--seed", "0", "--tracking-uri", uri]) == 0
+    by_cli = capsys.readouterr().out.strip().splitlines()[-1].removeprefix("plan_id: ")
+    assert read_plan(uri, by_cli).plan == made.plan.as_dict()
+    # (void anyway here: the plan is made after the runs; the interval is one reason more, or not)
+    fixed = "the plan fixes the interval: compare --ci bootstrap --seed 0; this comparison used --ci t"
+    other = api.compare(v1, v2, tracking_uri=uri, plan=made.plan_id, no_log=True).decision
+    assert other.outcome == "void" and any(r.startswith(fixed) for r in other.reasons), other.reasons
+    own = api.compare(v1, v2, tracking_uri=uri, plan=made.plan_id, ci="bootstrap", seed=0, no_log=True).decision
+    assert not any("the plan fixes the interval" in r for r in own.reasons), own.reasons
+
+
 # --- golden sets from every source ------------------------------------------------------------
 
 
