@@ -41,7 +41,8 @@ def build_golden(
     (its `golden_id`, `manifest`, `path`, `queries`, `judgments`). `source` is `serves` (the
     default: `serves=` a serve log, or a team's JSONL with `map=`), `mlflow` (`experiment=`,
     `tracking_uri=`, `filter=`), `otlp` (`files=`, `annotations=`) or `beir` (`beir=` the
-    collection's folder, whose corpus the import writes into `out`)."""
+    collection's folder, whose corpus the import writes into `out`); `since=`/`until=` a window of
+    the serves' times, for every source but `beir`."""
     from cortex_exp.golden import sources as read
 
     files = tuple(files)
