@@ -22,6 +22,8 @@ from cortex_exp.console.usage import EXAMPLES
 from cortex_exp.demo.__main__ import main as demo_main
 from cortex_exp.golden.__main__ import main as golden_main
 from cortex_exp.golden.__main__ import parser as golden_parser
+from cortex_exp.judge.__main__ import main as judge_main
+from cortex_exp.judge.__main__ import parser as judge_parser
 from cortex_exp.plan.__main__ import main as plan_main
 from cortex_exp.tracking.__main__ import build_parser as tracking_parser
 from cortex_exp.tracking.__main__ import main as tracking_main
@@ -34,6 +36,7 @@ ENTRY_POINTS = {
     "cortex_exp.check_retriever": (check_main, check_parser),
     "cortex_exp.tracking": (tracking_main, tracking_parser),
     "cortex_exp.demo": (demo_main, None),
+    "cortex_exp.judge": (judge_main, judge_parser),
 }
 
 

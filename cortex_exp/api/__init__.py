@@ -300,6 +300,8 @@ def plan(
     alpha: float = 0.05,
     power: float = 0.8,
     candidates: int = 1,
+    ci: str | None = None,
+    seed: int | None = None,
     hypothesis: str = "",
     holdout: bool = False,
     tracking_uri: str | None = None,
@@ -307,7 +309,8 @@ def plan(
 ) -> Plan:
     """`python -m cortex_exp.plan create --baseline B --primary M --min-effect SIZE [--guardrail
     METRIC:MAX_HARM]...`: the plan recorded in MLflow (printing what the command prints), read
-    back: its `plan_id` is what `compare(a, b, plan=...)` takes."""
+    back: its `plan_id` is what `compare(a, b, plan=...)` takes. `ci` and `seed` fix the interval
+    every decision under the plan reads (`--ci`, `--seed`; a compare with others is void)."""
     from cortex_exp.compare.plans.cli import create, parser
     from cortex_exp.compare.plans.plan import Plan as Planned
     from cortex_exp.tracking import resolve_uri
@@ -316,9 +319,8 @@ def plan(
     argv = ["create", f"--baseline={_selector(baseline)}", f"--primary={primary}", f"--min-effect={min_effect}"]
     argv += [f"--guardrail={g}" for g in ([guardrails] if isinstance(guardrails, str) else guardrails)]
     argv += [f"--alpha={alpha!r}", f"--power={power!r}", f"--candidates={candidates}", f"--hypothesis={hypothesis}"]
-    argv += ["--holdout"] * bool(holdout) + [
-        f"--{k}={v}" for k, v in (("tracking-uri", tracking_uri), ("experiment", experiment)) if v
-    ]
+    named = (("ci", ci), ("seed", seed), ("tracking-uri", tracking_uri), ("experiment", experiment))
+    argv += ["--holdout"] * bool(holdout) + [f"--{k}={v}" for k, v in named if v not in (None, "")]
     plan_id = create(parser().parse_args(argv))
     return Plan(plan_id, Planned.from_dict(read_plan(resolve_uri(tracking_uri), plan_id).plan))
 

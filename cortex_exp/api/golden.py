@@ -13,7 +13,7 @@ from cortex_exp.errors import InputError
 
 # the keywords each source reads (as the command's flags: --map, --since, ...); corpus and out: all but beir's corpus
 OPTIONS = {
-    "serves": {"serves", "map", "verdict_sources"},
+    "serves": {"serves", "since", "until", "map", "verdict_sources"},
     "mlflow": {"experiment", "tracking_uri", "since", "until", "filter", "map", "verdict_sources"},
     "otlp": {"files", "annotations", "since", "until", "map", "verdict_sources"},
     "beir": {"beir"},
@@ -41,7 +41,8 @@ def build_golden(
     (its `golden_id`, `manifest`, `path`, `queries`, `judgments`). `source` is `serves` (the
     default: `serves=` a serve log, or a team's JSONL with `map=`), `mlflow` (`experiment=`,
     `tracking_uri=`, `filter=`), `otlp` (`files=`, `annotations=`) or `beir` (`beir=` the
-    collection's folder, whose corpus the import writes into `out`)."""
+    collection's folder, whose corpus the import writes into `out`); `since=`/`until=` a window of
+    the serves' times, for every source but `beir`."""
     from cortex_exp.golden import sources as read
 
     files = tuple(files)
@@ -79,19 +80,19 @@ def build_golden(
         verdict_sources if isinstance(verdict_sources, str) or verdict_sources is None else ",".join(verdict_sources)
     )
     picked = read.sources_of(given_sources)  # the command's words: human, llm, code
+    window = {"since": _time(since, "since"), "until": _time(until, "until")}
     if source == "serves":
         if serves is None:
             raise InputError("build_golden(source='serves'): serves= the serve log is required")
         if map is not None:
-            return read.build_from_map(corpus, out, Path(serves), Path(map), verdict_sources=picked)
+            return read.build_from_map(corpus, out, Path(serves), Path(map), verdict_sources=picked, **window)
         if picked is not None:
             raise InputError("build_golden: verdict_sources= only with map= (serves.jsonl names no source)")
         from cortex_exp.golden.build import build_from_files
 
-        return build_from_files(corpus, Path(serves), out)
+        return build_from_files(corpus, Path(serves), out, **window)
     from cortex_exp.golden.mapping import TraceMapping, read_map_file
 
-    window = {"since": _time(since, "since"), "until": _time(until, "until")}
     mapping = TraceMapping.from_settings(read_map_file(Path(map) if map else None), str(map))
     common = {**window, "mapping": mapping, "verdict_sources": picked}
     if source == "otlp":

@@ -92,9 +92,9 @@ class Run:
 
 @dataclass(frozen=True)
 class Decision:
-    """One candidate's decision under a plan (docs/decisions.md): the outcome, why, and the
-    primary's difference and interval at the plan's level (None when the plan was void before
-    reading it)."""
+    """One candidate's decision under a plan (docs/decisions.md): the outcome, why, the primary's
+    difference and interval at the plan's level (None when the plan was void before reading it),
+    and every guardrail with its interval and whether it held (`compare.plans.decision.GuardrailCheck`)."""
 
     plan_id: str
     candidate: str
@@ -108,12 +108,15 @@ class Decision:
     ci_low: float | None = None
     ci_high: float | None = None
     queries_to_settle: int | None = None
+    guardrails: tuple[Any, ...] = field(default=(), repr=False)
 
     def __repr__(self) -> str:
         figure = (
             "" if self.diff is None else f": {self.primary} {self.diff:+.4f} [{self.ci_low:+.4f}, {self.ci_high:+.4f}]"
         )
-        return f"Decision({self.outcome}, {self.candidate}, plan {_id(self.plan_id)}{figure})"
+        held = sum(g.held for g in self.guardrails)
+        guards = f", guardrails held {held}/{len(self.guardrails)}" if self.guardrails else ""
+        return f"Decision({self.outcome}, {self.candidate}, plan {_id(self.plan_id)}{figure}{guards})"
 
     def _repr_html_(self) -> str:
         interval = "-" if self.diff is None else f"[{self.ci_low:+.4f}, {self.ci_high:+.4f}]"
@@ -127,9 +130,23 @@ class Decision:
                 f"{self.min_effect} ({self.min_effect_value:.4g})",
             ]
         ]
-        headers = ["outcome", "primary", "B − A", f"{_level(self.level)} interval", "minimum effect"]
+        level = f"{_level(self.level)} interval"
+        headers = ["outcome", "primary", "B − A", level, "minimum effect"]
+        parts = [html.table(headers, rows)]
+        if self.guardrails:
+            guards = [
+                [
+                    g.estimate.metric,
+                    f"{g.estimate.diff:+.4f}",
+                    f"[{g.estimate.low:+.4f}, {g.estimate.high:+.4f}]",
+                    g.shown_harm(),
+                    html.cell("held" if g.held else "breached", None if g.held else html.OUTCOME_COLOURS["no_ship"]),
+                ]
+                for g in self.guardrails
+            ]
+            parts.append(html.table(["guardrail", "B − A", level, "may get worse by", "held"], guards))
         title = f"Decision under plan {self.plan_id}: {self.candidate}"
-        return html.block(title, [html.table(headers, rows)], self.reasons)
+        return html.block(title, parts, self.reasons)
 
 
 def decisions_of(analysis, names: list[str]) -> list[Decision]:
@@ -152,6 +169,7 @@ def decisions_of(analysis, names: list[str]) -> list[Decision]:
                 plan.min_effect_value,
                 plan.level,
                 queries_to_settle=d.queries_to_settle,
+                guardrails=tuple(d.guardrails),
                 **figures,
             )
         )
@@ -257,10 +275,10 @@ class Comparison:
             for row in metric_rows(p.outcome.metrics):
                 verdict = html.cell(row[-1], html.VERDICT_COLOURS.get(row[-1]), bold=True)
                 rows.append([*([name] if many else []), *row[:-1], verdict])
-        first = a.pairs[0].result
+        first = a.pairs[0].outcome
         title = f"B (candidate) {', '.join(self.names)} against A (baseline) {a.base.name or a.base.run_id}"
         notes = [
-            f"{first['n_queries']} paired queries; {first['ci']} intervals"
+            f"{first.n_queries} paired queries; {first.ci} intervals"
             + (f"; p Holm-adjusted over {a.family} tests" if a.corrected else ""),
             f"decides: {str(self.decides).lower()}",
             *(f"WARNING: {w}" if not w.startswith("WARNING") else w for w in self.warnings),

@@ -51,13 +51,15 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--corpus", required=True, type=Path, help="corpus.jsonl (the live index)")
     b.add_argument("--serves", type=Path, help="serves.jsonl (the serve log), or a team's JSONL with --map")
     b.add_argument("--out", required=True, type=Path, help="golden-set folder to write")
+    b.add_argument(
+        "--since", help="only serves at or after this ISO-8601 time (a trace's request time, a serve log's ts)"
+    )
+    b.add_argument("--until", help="only serves before this ISO-8601 time")
     t = b.add_argument_group("from traces (docs/traces.md)")
     t.add_argument("--from", dest="source", choices=("mlflow", "otlp"), help="read the serves from traces")
     t.add_argument("files", nargs="*", type=Path, metavar="FILE", help="--from otlp: OTLP/JSON files")
     t.add_argument("--experiment", help="--from mlflow: the experiment the traces are logged to")
     t.add_argument("--tracking-uri", help="--from mlflow: default $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db")
-    t.add_argument("--since", help="only traces requested at or after this ISO-8601 time")
-    t.add_argument("--until", help="only traces requested before this ISO-8601 time")
     t.add_argument(
         "--filter",
         help="--from mlflow: an MLflow trace filter, clauses joined by AND, e.g. \"tags.env = 'prod'\"",
@@ -333,7 +335,6 @@ def build(args):
             f"golden build: unexpected argument(s) {' '.join(map(str, args.files))} (files go with --from otlp)"
         )
     only = {"experiment": "mlflow", "tracking_uri": "mlflow", "filter": "mlflow", "annotations": "otlp"}
-    only.update(since=args.source or "mlflow|otlp", until=args.source or "mlflow|otlp")
     wrong = [k for k, src in only.items() if getattr(args, k) is not None and src != args.source]
     if wrong:
         flags = ", ".join("--" + k.replace("_", "-") for k in wrong)
@@ -341,15 +342,17 @@ def build(args):
     if args.verdict_sources is not None and args.source is None and args.map is None:
         raise InputError("golden build: --verdict-sources: only with --from or --map (serves.jsonl names no source)")
     picked = sources.sources_of(args.verdict_sources)
+    window = {"since": sources.parse_time(args.since, "--since"), "until": sources.parse_time(args.until, "--until")}
     if args.source is None:
         if args.map is not None:
-            return sources.build_from_map(args.corpus, args.out, args.serves, args.map, verdict_sources=picked)
-        return build_from_files(args.corpus, args.serves, args.out)
+            return sources.build_from_map(
+                args.corpus, args.out, args.serves, args.map, verdict_sources=picked, **window
+            )
+        return build_from_files(args.corpus, args.serves, args.out, **window)
     from cortex_exp.golden.mapping import TraceMapping, read_map_file
 
     common = {
-        "since": sources.parse_time(args.since, "--since"),
-        "until": sources.parse_time(args.until, "--until"),
+        **window,
         "mapping": TraceMapping.from_settings(read_map_file(args.map), str(args.map)),
         "verdict_sources": picked,
     }

@@ -16,16 +16,29 @@ from cortex_exp.golden.store import GoldenSet, write_golden
 
 
 def build_from_files(
-    corpus_path: Path, serves_path: Path, out_dir: Path, now: datetime | None = None, how: str = "build"
+    corpus_path: Path,
+    serves_path: Path,
+    out_dir: Path,
+    now: datetime | None = None,
+    how: str = "build",
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> GoldenSet:
     """Validate both inputs fully before anything is written. Over an existing set, its manual
-    judgments are carried and its lineage recorded (`lineage.carry_forward`)."""
+    judgments are carried and its lineage recorded (`lineage.carry_forward`). With `since`/`until`,
+    only the serves whose `ts` lies in that window (`sources.serves_in_window`), recorded in the
+    manifest: a fresh set from the serves logged after a date shares no serve with an older one."""
+    from cortex_exp.golden.sources import serves_in_window, window_fields
     from cortex_exp.golden.store import check_out_dir
 
     check_out_dir(out_dir, (corpus_path, serves_path))
     corpus = load_corpus(corpus_path)
-    serves = load_serves(serves_path)
-    source = {"kind": "serves", **describe_inputs(corpus=corpus_path, serves=serves_path)}
+    serves = serves_in_window(load_serves(serves_path), since, until, serves_path)
+    source = {
+        "kind": "serves",
+        **describe_inputs(corpus=corpus_path, serves=serves_path),
+        **window_fields(since, until),
+    }
     golden = carry_forward(build_golden(corpus, serves, source=source, now=now), out_dir, how)
     write_golden(golden, out_dir, inputs=(corpus_path, serves_path))
     return golden
@@ -53,5 +66,10 @@ def rebuild(golden_dir: Path, now: datetime | None = None) -> GoldenSet:
         from cortex_exp.golden.sources import rebuild_from_source
 
         return rebuild_from_source(source, golden_dir, source_path(manifest, "corpus", golden_dir), now)
+    from cortex_exp.golden.sources import parse_time
+
     corpus, serves = source_path(manifest, "corpus", golden_dir), source_path(manifest, "serves", golden_dir)
-    return build_from_files(corpus, serves, golden_dir, now=now, how="rebuild")
+    window = (
+        {k: parse_time(source.get(k), f"source.{k}") for k in ("since", "until")} if isinstance(source, dict) else {}
+    )
+    return build_from_files(corpus, serves, golden_dir, now=now, how="rebuild", **window)

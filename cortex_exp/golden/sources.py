@@ -59,6 +59,28 @@ def window_ms(since: datetime | None, until: datetime | None) -> tuple[int | Non
     return _first_ms(since), _first_ms(until)
 
 
+def serves_in_window(serves: list, since: datetime | None, until: datetime | None, where: Path) -> list:
+    """The serves of a log (serves.jsonl, or a team's JSONL through a map) whose `ts` lies in
+    `since <= ts < until`, to the microsecond: the same window as a trace's request time. None
+    in the window is exit 2 naming the log's first and last times (nothing would be built)."""
+    if since is None and until is None:
+        return serves
+    kept = [s for s in serves if (since is None or s.ts >= since) and (until is None or s.ts < until)]
+    if not kept and serves:
+        first, last = min(s.ts for s in serves), max(s.ts for s in serves)
+        raise InputError(
+            f"{where}: no serve in the window --since {_iso(since) or '-'} --until {_iso(until) or '-'}; "
+            f"the log's {len(serves)} serves run from {_iso(first)} to {_iso(last)}; nothing was written"
+        )
+    return kept
+
+
+def window_fields(since: datetime | None, until: datetime | None) -> dict:
+    """A serve log's window as its manifest records it (absent when none was given, so a set built
+    without one keeps its manifest's shape): at the precision given, which a rebuild reads again."""
+    return {k: _iso(v) for k, v in (("since", since), ("until", until)) if v is not None}
+
+
 def sources_of(text: str | None) -> frozenset[str] | None:
     """`--verdict-sources human,llm` as the kinds the verdicts are counted under (HUMAN, LLM_JUDGE,
     CODE: `data.servelog.SOURCE_WORDS`); None: all. Another word is exit 2 listing the valid ones."""
@@ -192,10 +214,13 @@ def build_from_map(
     map_path: Path,
     *,
     verdict_sources: frozenset[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
     now: datetime | None = None,
     how: str = "build",
 ) -> GoldenSet:
-    """A golden set from a team's own JSONL, through the JMESPath expressions of MAP.yaml."""
+    """A golden set from a team's own JSONL, through the JMESPath expressions of MAP.yaml; with
+    `since`/`until`, the serves whose `ts` lies in that window (`serves_in_window`)."""
     from cortex_exp.golden.jsonmap import JsonMap, read_mapped
     from cortex_exp.golden.mapping import read_map_file
 
@@ -203,9 +228,11 @@ def build_from_map(
     corpus = load_corpus(corpus_path)
     jmap = JsonMap.from_settings(read_map_file(map_path), str(map_path))
     serves, described = read_mapped(serves_path, jmap, verdict_sources)
+    serves = serves_in_window(serves, since, until, serves_path)
     source = {
         "kind": "serves",
         **describe_inputs(serves=serves_path, map=map_path),
+        **window_fields(since, until),
         "verdict_sources": sorted(verdict_sources) if verdict_sources else "all",
         **described,
     }
@@ -218,8 +245,9 @@ def rebuild_from_source(source: dict, golden_dir: Path, corpus_path: Path, now: 
     verdict_sources = None if picked in (None, "all") else frozenset(picked)
     if source["kind"] == "serves":
         serves, jmap = _existing(source.get("serves"), golden_dir), _existing(source.get("map"), golden_dir)
+        window = {k: parse_time(source.get(k), f"source.{k}") for k in ("since", "until")}
         return build_from_map(
-            corpus_path, golden_dir, serves, jmap, verdict_sources=verdict_sources, now=now, how="rebuild"
+            corpus_path, golden_dir, serves, jmap, verdict_sources=verdict_sources, now=now, how="rebuild", **window
         )
     mapping = TraceMapping.from_settings(source.get("mapping"), f"{golden_dir}/manifest.json source.mapping")
     if source["kind"] == "mlflow":

@@ -12,6 +12,16 @@ from cortex_exp.console.logs import configure as configure_logging
 from cortex_exp.errors import InputError, quiet_stdout, run_cli
 from cortex_exp.retrievers.encoders import Encoder
 from cortex_exp.tracking.judges import MODEL_FILE, OUT_OF_FOLD_FILE
+from cortex_exp.usage import described
+
+WHAT = """Train a judge: a model of P(positive | query, document) learned from a golden set's own
+verdicts (out-of-fold agreement printed as kappa, auc and ece, each with a 95% interval), logged
+as an MLflow run kind=judge; it ends with `judge_id: <id>`. Its scores are estimates, never
+labels (docs/unjudged.md "Judge")."""
+EXAMPLES = (
+    "python -m cortex_exp.judge train golden/demo",
+    "python -m cortex_exp.judge train golden/demo --out judge/ --seed 1   # also judge.json, out_of_fold.jsonl",
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -20,9 +30,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m cortex_exp.judge", description=__doc__.split("\n\n")[0])
+    p = _Parser(prog="python -m cortex_exp.judge", **described(WHAT, *EXAMPLES))
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    t = sub.add_parser("train", help="train a judge on a golden set's verdicts; prints judge_id: <id>")
+    t = sub.add_parser(
+        "train", help="train a judge on a golden set's verdicts; prints judge_id: <id>", **described(WHAT, *EXAMPLES)
+    )
     t.add_argument("golden", type=Path, metavar="GOLDEN", help="the golden-set folder whose verdicts it learns")
     t.add_argument("--out", type=Path, metavar="DIR", help="also write judge.json and out_of_fold.jsonl into DIR")
     t.add_argument("--corpus", type=Path, help="the corpus (default: the one the golden set's manifest names)")
