@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 from cortex_exp.console.logs import configure as configure_logging
+from cortex_exp.console.usage import described
 from cortex_exp.errors import InputError, quiet_stdout, run_cli
 from cortex_exp.retrievers.encoders import Encoder
 from cortex_exp.tracking.judges import MODEL_FILE, OUT_OF_FOLD_FILE
-from cortex_exp.usage import described
 
 WHAT = """Train a judge: a model of P(positive | query, document) learned from a golden set's own
 verdicts (out-of-fold agreement printed as kappa, auc and ece, each with a 95% interval), logged
