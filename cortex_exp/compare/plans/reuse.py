@@ -60,7 +60,7 @@ def reuse_warning(reuse: Reuse, built_at: str | None = None) -> str | None:
         f"this one included{earlier}, past gates.max_decisions = {reuse.limit}; each decision leaks a little "
         f"of its queries into the choices, and {n} decisions at alpha 0.05 expect {n * 0.05:.1f} false ships "
         "among changes that do nothing. Decide on queries no decision has read: a golden set built from the "
-        f"serves logged after {since} (python -m cortex_exp.golden build --from mlflow|otlp ... --since "
+        f"serves logged after {since} (python -m cortex_exp.golden build --serves FILE|--from mlflow|otlp ... --since "
         f"{since} --out DIR){when}. A split part of this set, or a set rebuilt or re-judged from it, shares its "
         "queries and adds to the same count, and so does a task asked again after that date"
     )
