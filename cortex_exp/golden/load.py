@@ -140,7 +140,7 @@ def _hashes_object(path: Path, folder: Path) -> dict[str, str]:
     return hashes
 
 
-def load_golden(folder: Path, sealed: bool = True) -> GoldenSet:
+def load_golden(folder: Path | str, sealed: bool = True) -> GoldenSet:
     """Load a golden-set folder and check it still holds what was built (`verify.check_stored`);
     raise `InputError` naming the file and line of any problem, `GOLDEN SET MODIFIED` when the
     files no longer match their stored golden_id, counts, corpus fingerprint or (unless
