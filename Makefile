@@ -20,11 +20,13 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(PY) -m cortex_exp -m 'row=glob(*,exclude=_*)'
 
-# the import rules (pyproject.toml [tool.importlinter]), lint and format: part of every test run
+# the import rules (pyproject.toml [tool.importlinter]), lint, format and types ([tool.mypy]):
+# part of every test run
 lint: $(STAMP)
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/ruff check --no-cache cortex_exp tests bench examples
 	$(VENV)/bin/ruff format --no-cache --check cortex_exp tests bench examples
+	$(VENV)/bin/mypy --cache-dir=/dev/null
 
 # the docs site (mkdocs.yml): strict, so a broken link or anchor fails make test; built into a
 # temporary folder (nothing generated in the source tree). `$(VENV)/bin/mkdocs serve` to read it.

@@ -103,7 +103,8 @@ class Finding:
 
     def as_json(self) -> dict[str, Any]:
         """The record of this finding (the run's `findings.json`)."""
-        out = {"check": self.check, "action": str(self.action), "component": self.component, "reason": self.reason}
+        out: dict[str, Any] = {"check": self.check, "action": str(self.action), "component": self.component}
+        out["reason"] = self.reason
         out.update(message=self.message, override=self.override, blocks_decision=self.blocks_decision)
         return {**out, "evidence": dict(self.evidence), "tags": dict(self.tags)}
 

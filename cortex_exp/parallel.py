@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from functools import partial
 from typing import Any
@@ -61,7 +61,7 @@ def _call(fn: Callable[[Any, Any], Any], task: Any) -> Any:
 
 def ordered_map(
     fn: Callable[[Any, Any], Any], tasks: Iterable, make_state: Callable[..., Any], args: tuple = ()
-) -> Iterator:
+) -> Generator[Any, None, None]:
     """`fn(state, task)` of every task, in the tasks' order; `state = make_state(*args)` made
     once per worker process (once here when there is one worker or one task). `fn` must be a
     module-level function; `args` are inherited by the forked workers, never pickled."""

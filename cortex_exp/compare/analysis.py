@@ -261,7 +261,7 @@ def analyse_pair(base, rows_base: dict, p: Paired, comparison: Comparison) -> Pa
         warnings=tuple(f.message for f in findings),
         ci=ci,
         seed=None if ci == "t" else options.seed,
-        holes=options.holes,
+        holes=options.mode,
         metrics=View(metrics, judged),
         condensed=condensed,
     )
@@ -277,16 +277,17 @@ def holes_decide(a, b, metrics: dict[str, MetricComparison]) -> list[Finding]:
     wrong, and how to find out)."""
     out = []
     for name, m in metrics.items():
-        if m.mode != "naive" or not m.contradicted:
+        if m.mode != "naive" or m.hole_figures is None or not m.contradicted:
             continue
+        holes, bounds = m.hole_figures
         message = (
             f"WARNING: HOLES DECIDE {name}: the naive verdict '{m.naive_verdict}' counts every document nobody "
-            f"judged as a miss; whatever those documents are, the difference lies in [{m.bounds.ci_low:+.4f}, "
-            f"{m.bounds.ci_high:+.4f}] ({m.bounds.verdict} under --holes bounds). {m.holes.differing} unjudged "
+            f"judged as a miss; whatever those documents are, the difference lies in [{bounds.ci_low:+.4f}, "
+            f"{bounds.ci_high:+.4f}] ({bounds.verdict} under --holes bounds). {holes.differing} unjudged "
             f"documents weigh differently in the two runs; judging them collapses the bounds: python -m "
             f"cortex_exp.golden review {a.run_id} {b.run_id} --metric {name} --out review.csv"
         )
-        out.append(warning("holes_decide", message, blocks=False, metric=name, differing=m.holes.differing))
+        out.append(warning("holes_decide", message, blocks=False, metric=name, differing=holes.differing))
     return out
 
 
@@ -343,7 +344,7 @@ def analyse_all(
                 verdict = stats.bounded_verdict(est.interval, est.interval, figures.higher_is_better, margin)
                 estimate = HoleEstimate("ppi", est.diff, est.interval, est.audited, verdict, est.lam)
             metrics[name] = MetricComparison(
-                name, figures, figures.interval.p_value, figures.verdict(), options.holes, mass, bounds, estimate
+                name, figures, figures.interval.p_value, figures.verdict(), options.mode, mass, bounds, estimate
             )
             diffs[name] = d
     return metrics, diffs
@@ -358,7 +359,8 @@ def adjust(pairs: list[Pair], view: str) -> None:
         by_pair.setdefault(i, {})[name] = p_adj
     for i, p_values in by_pair.items():
         outcome = pairs[i].outcome
+        adjusted_view = outcome.view(view).with_p(p_values)
         if view == "metrics":
-            pairs[i].outcome = replace(outcome, metrics=outcome.metrics.with_p(p_values))
+            pairs[i].outcome = replace(outcome, metrics=adjusted_view)
         else:
-            pairs[i].outcome = replace(outcome, condensed=outcome.condensed.with_p(p_values))
+            pairs[i].outcome = replace(outcome, condensed=adjusted_view)

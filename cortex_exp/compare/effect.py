@@ -80,7 +80,7 @@ def parse_effect(text: str) -> tuple[str | None, Effect]:
     """`--effect` as typed: `[METRIC=]SIZE`, SIZE `5%`, `0.2sd` or `0.02`; bad input is exit 2."""
     m = _FORM.match(str(text))
     size = finite_float(m.group("size")) if m else None
-    if size is None or not size > 0:
+    if m is None or size is None or not size > 0:
         raise InputError(
             f"--effect {text!r}: expected [METRIC=]SIZE with SIZE > 0 as 5% (of the baseline mean), "
             "0.2sd (standard deviations of the differences) or 0.02 (the metric's own units)"

@@ -11,6 +11,7 @@ candidate's falls by more than `--max-judged-drop` (an absolute share; default 0
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from cortex_exp.compare.pairing import warning
 from cortex_exp.errors import InputError
@@ -37,7 +38,7 @@ def judged_view(a, b, rows_a: dict, rows_b: dict, qids: list[str], max_drop: flo
     key = f"judged_at_{k}"
     mean_a = math.fsum(float(rows_a[q][key]) for q in qids) / len(qids)
     mean_b = math.fsum(float(rows_b[q][key]) for q in qids) / len(qids)
-    view = {"k": k, "mean_a": mean_a, "mean_b": mean_b, "drop": mean_a - mean_b, "max_drop": max_drop}
+    view: dict[str, Any] = {"k": k, "mean_a": mean_a, "mean_b": mean_b, "drop": mean_a - mean_b, "max_drop": max_drop}
     if mean_a - mean_b <= max_drop:
         return view, None
     return view, warning("unjudged", _unjudged_message(a, b, k, mean_a, mean_b, max_drop), blocks=False, **view)

@@ -66,6 +66,14 @@ class CompareOptions:
     effects: Effects = field(default=Effects(), init=False, repr=False, compare=False)
     margin: Effect | None = field(default=None, init=False, repr=False, compare=False)
 
+    @property
+    def mode(self) -> str:
+        """The `--holes` mode in force: given, or the plan's (`compare.session` sets it from the
+        plan before anything is analysed)."""
+        if self.holes is None:
+            raise AssertionError("compare --plan: the plan's --holes is read before the analysis (compare.session)")
+        return self.holes
+
     def __post_init__(self):
         if isinstance(self.metrics, str):
             raise InputError(f"compare: metrics={self.metrics!r}: expected a list of metric names")

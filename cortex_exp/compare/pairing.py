@@ -58,8 +58,8 @@ def pair_queries(a, b, rows_a, rows_b, shared: bool) -> tuple[list[str], list[Fi
         f"WARNING: GOLDEN SETS DIFFER: {what}; comparing on the {len(both)} shared queries, "
         f"dropped {drop_a} from run A and {drop_b} from run B — this comparison does not decide"
     )
-    evidence = {"shared": len(both), "dropped_a": drop_a, "dropped_b": drop_b}
-    return both, [warning("golden_sets_differ", message, blocks=True, **evidence)]
+    differ = warning("golden_sets_differ", message, blocks=True, shared=len(both), dropped_a=drop_a, dropped_b=drop_b)
+    return both, [differ]
 
 
 def _few(ids, n: int = 10) -> str:

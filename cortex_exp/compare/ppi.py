@@ -95,6 +95,7 @@ class HoleTable:
 def table(name: str, rows_a: Mapping, rows_b: Mapping, qids: list[str]) -> HoleTable:
     """The `HoleTable` of metric `name` (read once; an audit's parts are then cheap to make)."""
     family = family_of(name)
+    assert family is not None, f"ppi.table is asked only for a metric ppi.covers: {name}"
     naive, keys, query, dw, strata = [], [], [], [], []
     for i, q in enumerate(qids):
         sa, sb = Side.of(rows_a[q]), Side.of(rows_b[q])
@@ -197,7 +198,7 @@ def load_audit(folder, a, b) -> AuditData:
     from cortex_exp.golden.load import load_golden
 
     golden = load_golden(folder)
-    records = kept_records(golden.path)
+    records = kept_records(golden.folder)
     mine = [r for r in records if (r["runs"]["a"]["run_id"], r["runs"]["b"]["run_id"]) == (a.run_id, b.run_id)]
     if not mine:
         held = "; ".join(

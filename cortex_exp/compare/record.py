@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from cortex_exp import tracking
 from cortex_exp.compare.analysis import CORRECTION, Comparison
@@ -61,9 +62,10 @@ def metric_values(view: View, prefix: str = "") -> dict[str, float]:
         m, f = prefix + name, r.figures
         values.update({f"diff_{m}": f.diff, f"ci_low_{m}": f.interval.low, f"ci_high_{m}": f.interval.high})
         values.update({f"p_value_{m}": r.p_value, f"mean_a_{m}": f.mean_a, f"mean_b_{m}": f.mean_b})
-        if r.holes is not None:
-            values.update({f"holes_{k}_{m}": v for k, v in r.holes.as_dict().items()})
-            values.update({f"bounds_{k}_{m}": v for k, v in r.bounds.as_dict().items() if k != "verdict"})
+        if r.hole_figures is not None:
+            holes, bounds = r.hole_figures
+            values.update({f"holes_{k}_{m}": v for k, v in holes.as_dict().items()})
+            values.update({f"bounds_{k}_{m}": v for k, v in bounds.as_dict().items() if k != "verdict"})
         if r.estimate is not None:
             values.update(
                 {f"ppi_{k}_{m}": v for k, v in r.estimate.as_dict().items() if k not in ("method", "verdict")}
@@ -104,7 +106,8 @@ def _record(comparison: Comparison) -> tuple[str, dict, dict, dict]:
         verdicts = verdict_tags(result)
         tags = {"run_b": b.run_id, "run_b_name": b.name, **verdicts}
         tags[tracking.NOTE] = comparison_note(base, b, result, p.judged)
-        params = {"ci": result.ci, "seed": result.seed, "holm": opts.holm, "effect": list(opts.effect) or None}
+        params: dict[str, Any] = {"ci": result.ci, "seed": result.seed, "holm": opts.holm}
+        params["effect"] = list(opts.effect) or None
         params["holes"] = opts.holes
         params["audit"] = str(opts.audit) if opts.audit else None
         params.update(shared_queries=opts.shared_queries, bootstrap_kind=opts.bootstrap_kind)
@@ -115,11 +118,12 @@ def _record(comparison: Comparison) -> tuple[str, dict, dict, dict]:
     n = len(comparison.candidates)
     tags = {"comparison_form": "many", "run_b_name": f"{n} candidates", "candidates": str(n)}
     tags.update(correction=CORRECTION, **candidate_tags(comparison), **{tracking.NOTE: many_note(comparison)})
-    params = {"ci": comparison.pairs[0].outcome.ci, "seed": opts.seed, "correction": CORRECTION, "holes": opts.holes}
+    params = {"ci": comparison.pairs[0].outcome.ci, "seed": opts.seed, "correction": CORRECTION}
+    params["holes"] = opts.holes
     params.update(effect=list(opts.effect) or None, shared_queries=opts.shared_queries)
     params.update(bootstrap_kind=opts.bootstrap_kind, runs_from=opts.runs_from, condensed=opts.condensed)
     params.update(max_judged_drop=opts.max_judged_drop, family=comparison.family, run_a=base.run_id)
-    values = {"family": comparison.family}
+    values: dict[str, float] = {"family": comparison.family}
     for i, p in enumerate(comparison.pairs, start=1):
         values.update({f"c{i}.{k}": v for k, v in comparison_values(p.outcome, p.judged).items()})
     return f"{base.name or base.run_id[:8]} vs {n} candidates", tags, params, values

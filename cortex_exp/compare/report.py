@@ -40,7 +40,7 @@ CONDENSED_INTRO = (
 
 
 def metric_rows(view: View) -> list[tuple[str, ...]]:
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for name, m in view.metrics.items():
         f, iv = m.figures, m.figures.interval
         rows.append(
@@ -69,11 +69,11 @@ HOLES_INTRO = (
 def hole_rows(view: View) -> list[tuple[str, ...]]:
     """Per metric: each run's hole mass, the share, the bounds and their interval, the verdict
     under bounds."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for name, m in view.metrics.items():
-        if m.holes is None:
+        if m.hole_figures is None:
             continue
-        h, b = m.holes, m.bounds
+        h, b = m.hole_figures
         rows.append(
             (
                 name,
@@ -96,7 +96,7 @@ ESTIMATE_INTRO = (
 
 
 def estimate_rows(view: View) -> list[tuple[str, ...]]:
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for name, m in view.metrics.items():
         if m.estimate is None:
             continue
@@ -141,12 +141,15 @@ def holes_lines(result: PairResult) -> list[str]:
         "ppi": "verdicts above: under --holes ppi (the estimate below; mrr its bounds)",
     }
     out = ["", *_wrap([HOLES_INTRO]), table(HOLE_COLUMNS, rows, left=(HOLE_COLUMNS.index("verdict"),))]
-    open_ = [m for m in result.metrics.metrics.values() if m.bounds is not None and m.bounds.verdict == "holes"]
+    open_ = []  # "12 of ndcg_at_10": the documents to judge, of each metric whose bounds verdict is `holes`
+    for m in result.metrics.metrics.values():
+        if m.hole_figures is not None and m.hole_figures[1].verdict == "holes":
+            open_.append(f"{m.hole_figures[0].differing} of {m.name}")
     notes = [shown.get(result.holes, "")]
     if open_:
         notes.append(
             "holes: some filling of the unjudged documents would show a difference; judging the "
-            + ", ".join(f"{m.holes.differing} of {m.name}" for m in open_)
+            + ", ".join(open_)
             + f" settles it: python -m cortex_exp.golden review {result.run_a} {result.run_b} --metric METRIC "
             "--out review.csv"
         )
@@ -166,7 +169,7 @@ def power_rows(view: View) -> list[tuple[str, ...]]:
     """What the sample can see, per metric: the interval's half-width, the smallest difference
     detected with 80% power, the effect asked about and the queries it needs — the last two on
     the metric's own scale (docs/interface.md §7)."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for name, m in view.metrics.items():
         f = m.figures
         effect, scale = f.effect, f.effect.scale
@@ -229,7 +232,7 @@ def judged_line(judged: dict | None) -> str:
 
 def verdict_changes(result: PairResult) -> str:
     """Where the condensed view's verdict differs from the normal view's."""
-    normal, condensed = result.metrics.metrics, result.condensed.metrics
+    normal, condensed = result.metrics.metrics, result.view("condensed").metrics
     changed = [
         f"{n} {normal[n].verdict} -> {m.verdict}" for n, m in condensed.items() if m.verdict != normal[n].verdict
     ]
@@ -359,7 +362,7 @@ def write_report(comparison: Comparison, folder: Path) -> list[Path]:
     return [md, png, data]
 
 
-def plot_differences(result: PairResult, diffs: dict[str, Sequence[float]], path: Path) -> Path:
+def plot_differences(result: PairResult, diffs: dict[str, np.ndarray], path: Path) -> Path:
     """One panel per metric: per-query differences B − A sorted, the mean and its interval."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # Agg, and no pyplot: no GUI state
     from matplotlib.figure import Figure
@@ -437,7 +440,7 @@ def difference_table(many: Comparison, view: str = "metrics") -> str:
     headers = ["candidate", "decides", "n", *judged, *many.names]
     rows = []
     for name, p in zip(candidate_names(many), many.pairs):
-        metrics = (p.outcome.metrics if view == "metrics" else p.outcome.condensed).metrics
+        metrics = p.outcome.view(view).metrics
         rows.append(
             [name, "yes" if p.outcome.decides else "no", p.outcome.n_queries]
             + ([_judged_cell(p)] if judged else [])

@@ -66,6 +66,15 @@ class MetricComparison:
         return self.naive_verdict
 
     @property
+    def hole_figures(self) -> tuple[HoleMass, Bounds] | None:
+        """The hole mass and the bounds, which the analysis sets together (`analysis.analyse_all`);
+        None when the runs logged no hole data."""
+        if self.holes is None:
+            return None
+        assert self.bounds is not None, "a metric's bounds are computed with its hole mass"
+        return self.holes, self.bounds
+
+    @property
     def contradicted(self) -> bool:
         """A naive verdict that claims something (better, worse, equivalent) and that the bounds
         do not support: `WARNING: HOLES DECIDE`."""
@@ -94,10 +103,11 @@ class MetricComparison:
         }
         if m.margin is not None:  # --min-effect: what `equivalent` was judged against
             out["min_effect"] = m.margin.as_dict()
-        if self.holes is not None:
+        if self.hole_figures is not None:
+            holes, bounds = self.hole_figures
             out["naive_verdict"] = self.naive_verdict
-            out["holes"] = self.holes.as_dict()
-            out["bounds"] = self.bounds.as_dict()
+            out["holes"] = holes.as_dict()
+            out["bounds"] = bounds.as_dict()
         if self.estimate is not None:
             out["estimate"] = self.estimate.as_dict()
         return out
@@ -130,6 +140,14 @@ class PairResult:
     metrics: View
     condensed: View | None = None
     extra: dict = field(default_factory=dict)  # what a later stage adds (a plan's decision)
+
+    def view(self, name: str) -> View:
+        """The view `name` (`analysis.VIEWS`): "metrics", or "condensed", read only where the
+        comparison made it (`--condensed`)."""
+        if name == "metrics":
+            return self.metrics
+        assert self.condensed is not None, "the condensed view is read only when --condensed made it"
+        return self.condensed
 
     def to_json(self) -> dict:
         out = {

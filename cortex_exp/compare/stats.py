@@ -187,6 +187,7 @@ def _bootstrap(d: np.ndarray, draw: Draw) -> Interval:
 
 
 def _cluster(d: np.ndarray, draw: Draw) -> Interval:
+    assert draw.groups is not None, "`cluster` is chosen only where every query has a cluster (analysis.analyse_pair)"
     boot = cluster_bootstrap_means(d, draw.groups, np.random.default_rng(draw.seed))
     if draw.done is not None:
         draw.done(len(boot))

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -102,6 +102,22 @@ class RowView(Mapping):
 
     def __contains__(self, doc_id) -> bool:
         return doc_id in self._rows
+
+
+class HashedCorpus(Protocol):
+    """A corpus as the drift gate and a run's fingerprint record read it: its documents' hashes
+    (id -> hex), their fingerprint, its size and the record's JSON. A `Corpus` (the file), or a
+    search service's own listing (`run.agreement.Listing`)."""
+
+    @property
+    def hashes(self) -> Mapping[str, str]: ...
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    def __len__(self) -> int: ...
+
+    def fingerprint_json(self, extra: dict | None = None) -> str: ...
 
 
 class Corpus:
@@ -215,7 +231,7 @@ def record_json(head: dict, documents: Iterable[tuple[str, str]], extra: dict | 
     return "".join([before, "{\n", *pieces, "\n  }", after] if pieces else [before, "{}", after])
 
 
-def load_corpus(path: Path, cache: Path | None = None) -> Corpus:
+def load_corpus(path: Path | str, cache: Path | None = None) -> Corpus:
     """The corpus of `corpus.jsonl`, from its columns in `cache` (default: `cache.dir`'s,
     `$CORTEX_CACHE_DIR`, else `.cache/`) when they are kept for the file's bytes; else the file
     loaded and validated in one streaming pass (`InputError` listing every problem) and its

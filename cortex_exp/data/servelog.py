@@ -76,7 +76,7 @@ class _Clock:
         return utc
 
 
-def load_serves(path: Path, now: datetime | None = None) -> list[Serve]:
+def load_serves(path: Path | str, now: datetime | None = None) -> list[Serve]:
     """Load and validate `serves.jsonl`; raise `InputError` listing every problem.
 
     Timestamps come back in UTC; naive ones (all or none of the log) are read as UTC."""

@@ -8,6 +8,7 @@ import json
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from cortex_exp.console.tables import WIDTH
 from cortex_exp.console.usage import described
@@ -279,7 +280,7 @@ def run_audit(args, encoder=None) -> None:
             )
         return lambda pairs: judge.scorer(corpus, encoder).score([Pair(*p) for p in pairs])
 
-    ref = JudgeRef(judge.judge_id, judge.digest, judge.golden_id, judge.trained_pairs, score)
+    ref = JudgeRef(args.judge, judge.digest, judge.golden_id, judge.trained_pairs, score)  # the id it was loaded by
     drawn = draw_audit(args, ref)
     rec = drawn.record
     pi = [e["pi"] for e in rec["frame"]]
@@ -342,17 +343,18 @@ def build(args):
     if args.verdict_sources is not None and args.source is None and args.map is None:
         raise InputError("golden build: --verdict-sources: only with --from or --map (serves.jsonl names no source)")
     picked = sources.sources_of(args.verdict_sources)
-    window = {"since": sources.parse_time(args.since, "--since"), "until": sources.parse_time(args.until, "--until")}
+    since, until = sources.parse_time(args.since, "--since"), sources.parse_time(args.until, "--until")
     if args.source is None:
         if args.map is not None:
             return sources.build_from_map(
-                args.corpus, args.out, args.serves, args.map, verdict_sources=picked, **window
+                args.corpus, args.out, args.serves, args.map, verdict_sources=picked, since=since, until=until
             )
-        return build_from_files(args.corpus, args.serves, args.out, **window)
+        return build_from_files(args.corpus, args.serves, args.out, since=since, until=until)
     from cortex_exp.golden.mapping import TraceMapping, read_map_file
 
-    common = {
-        **window,
+    common: dict[str, Any] = {
+        "since": since,
+        "until": until,
         "mapping": TraceMapping.from_settings(read_map_file(args.map), str(args.map)),
         "verdict_sources": picked,
     }
@@ -386,7 +388,8 @@ def main(argv: list[str] | None = None, encoder=None) -> int:
         try:
             run(args, encoder)
         except OSError as exc:  # a write outside the commit (a BEIR corpus, a review file): the same exit 4
-            full = disk_full(exc, exc.filename or getattr(args, "out", None) or getattr(args, "dir", None))
+            where = exc.filename or getattr(args, "out", None) or getattr(args, "dir", None) or "the output"
+            full = disk_full(exc, where)
             if full is None:
                 raise
             raise full from None

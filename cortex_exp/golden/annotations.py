@@ -108,7 +108,8 @@ def read_annotations(path: Path, hex_id) -> dict[str, list[dict]]:
     knows its `file:line`. A line without a name is the verdict's (`verdict`)."""
     problems, out = Problems(path), defaultdict(list)
     for line, obj in iter_jsonl(path, problems):
-        result = obj.get("result") if isinstance(obj.get("result"), dict) else {}
+        result = obj.get("result")
+        result = result if isinstance(result, dict) else {}
         value = obj.get("label", result.get("label", result.get("score", obj.get("score"))))
         position = obj.get("document_position")
         if not isinstance(obj.get("span_id"), str) or not obj["span_id"]:

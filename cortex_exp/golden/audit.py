@@ -44,6 +44,7 @@ import numpy as np
 from cortex_exp.errors import InputError
 from cortex_exp.golden.commit import replace_file
 from cortex_exp.golden.load import load_golden
+from cortex_exp.golden.store import GoldenSet
 from cortex_exp.metrics import is_quality
 from cortex_exp.metrics.holes import Holes, Side, has_hole_data
 
@@ -345,7 +346,7 @@ class Drawn:
     record: dict
     sheet: Path
     record_file: Path
-    golden: object
+    golden: GoldenSet
 
     @property
     def frame_size(self) -> int:

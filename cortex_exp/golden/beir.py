@@ -17,7 +17,7 @@ import hashlib
 import os
 import shutil
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
@@ -181,7 +181,7 @@ def _convert_span(state: tuple[int, Path], span: tuple[int, int]) -> _Converted 
     return part
 
 
-def _converted_parts(path: Path, base: Path) -> Iterator[_Converted]:
+def _converted_parts(path: Path, base: Path) -> Generator[_Converted, None, None]:
     """The BEIR corpus converted span by span on every worker, in file order (each part's lines
     in its `written` file, named after `base`); at a problem (or an id twice) the file
     converted again in one pass, which raises every problem with its line number. The caller
@@ -226,7 +226,8 @@ def _qrels_text(path: Path) -> str:
 def read_qrels(path: Path) -> list[tuple[str, str, int]]:
     """(query id, document id, score) per line; a pair judged twice is refused, naming both lines."""
     problems = Problems(path)
-    rows, first = [], {}
+    rows: list[tuple[str, str, int]] = []
+    first: dict[tuple[str, str], tuple[int, int]] = {}  # (qid, doc_id) -> (score, line)
     for number, line in enumerate(_qrels_text(path).splitlines(), start=1):
         parts = line.split("\t") if "\t" in line else line.split()
         if not parts or not line.strip():
@@ -291,6 +292,7 @@ def _corpus_pass(path: Path, out: Path) -> tuple[Corpus, str, str]:
             ids += part.ids
             digests += part.digests
             lengths += part.lengths
+            assert part.written is not None, "a worker's part is in its own file (_convert_span)"
             with part.written.open("rb") as converted:
                 shutil.copyfileobj(converted, _Hashing(fh, written), 1 << 22)
             part.written.unlink()
@@ -345,7 +347,9 @@ def _golden_of(beir_dir, corpus, corpus_sha256, qrels_path, out_dir, now, how) -
 def read_beir_queries(path: Path) -> tuple[dict[str, str], dict[str, str | None]]:
     """(text by query id, project by query id) of a BEIR `queries.jsonl`; every problem at once."""
     problems = Problems(path)
-    texts, projects, first = {}, {}, {}
+    texts: dict[str, str] = {}
+    projects: dict[str, str | None] = {}
+    first: dict[str, int] = {}  # _id -> the line it is first on
     for line, obj in iter_jsonl(path, problems):
         ok = check_field(obj, "_id", (str,), problems, line) & check_field(obj, "text", (str,), problems, line)
         project = _project(obj, problems, line)

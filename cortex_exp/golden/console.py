@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TypeGuard
 
 from cortex_exp.errors import InputError
 
@@ -42,7 +43,7 @@ def json_values(path: Path, text: str) -> Iterator[tuple[str, object]]:
         at = end
 
 
-def is_console_span(value) -> bool:
+def is_console_span(value: object) -> TypeGuard[dict]:
     """Whether `value` is a span as `ReadableSpan.to_json()` writes it."""
     return isinstance(value, dict) and isinstance(value.get("context"), dict) and "name" in value
 

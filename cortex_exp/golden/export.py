@@ -70,7 +70,11 @@ def export(golden_dir: Path, out: Path, fmt: str = "trec") -> GoldenSet:
     except ValueError as exc:
         raise InputError(f"{golden_dir}: {exc}") from None
     beir = [{"_id": q.qid, "text": q.text, "metadata": {"project": q.project}} for q in golden.queries]
-    record = {"golden_id": golden.golden_id, "source": str(Path(golden_dir).resolve()), "format": fmt}
+    record: dict[str, object] = {
+        "golden_id": golden.golden_id,
+        "source": str(Path(golden_dir).resolve()),
+        "format": fmt,
+    }
     record.update(grades=GRADES, queries=len(golden.queries), judgments=len(judgments))
     with new_folders(out):
         (out / "export.json").unlink(missing_ok=True)

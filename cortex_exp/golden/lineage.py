@@ -187,7 +187,12 @@ def carry_forward(new: GoldenSet, folder: Path, how: str) -> GoldenSet:
         return update_counts(new)
     if old is None:
         rows, unreadable = _manual_lines(folder)
-        lineage = {"previous_golden_id": _stored_id(folder), "how": how, "verified": False, "why": why}
+        lineage: dict[str, object] = {
+            "previous_golden_id": _stored_id(folder),
+            "how": how,
+            "verified": False,
+            "why": why,
+        }
         kept = "  it held no manual judgment"
         if rows:
             aside = set_aside(folder, rows)
@@ -199,7 +204,8 @@ def carry_forward(new: GoldenSet, folder: Path, how: str) -> GoldenSet:
         _warn(f"WARNING: PREVIOUS SET NOT VERIFIED: {folder}: {why}; the rebuilt set carries none of it\n{kept}")
         new.manifest["lineage"] = lineage
         return update_counts(new)
-    new, carried = carry_manual(new, old)
+    new, counts = carry_manual(new, old)
+    carried: dict[str, object] = {**counts}
     update_counts(new)
     left = _not_carried(old, new)
     if left:

@@ -25,6 +25,7 @@ from cortex_exp.golden.store import (
     QUERIES,
     SOURCES,
     GoldenSet,
+    JudgedAt,
     Judgment,
     Query,
     judgment_clash,
@@ -53,7 +54,8 @@ def _json_type(value) -> str:
 
 def _read_queries(path: Path) -> list[Query]:
     problems = Problems(path)
-    queries, first = [], {}
+    queries: list[Query] = []
+    first: dict[str, int] = {}  # qid -> the line it is first on
     for line, obj in iter_jsonl(path, problems):
         ok = check_field(obj, "qid", (str,), problems, line)
         ok &= check_field(obj, "project", (str, type(None)), problems, line)
@@ -76,7 +78,8 @@ def _read_queries(path: Path) -> list[Query]:
 
 def _read_judgments(path: Path, qids: set[str]) -> list[Judgment]:
     problems = Problems(path)
-    judgments, first = [], {}
+    judgments: list[Judgment] = []
+    first: JudgedAt = {}
     for line, obj in iter_jsonl(path, problems):
         ok = check_field(obj, "qid", (str,), problems, line)
         ok &= check_field(obj, "doc_id", (str,), problems, line)
@@ -137,7 +140,7 @@ def _hashes_object(path: Path, folder: Path) -> dict[str, str]:
     return hashes
 
 
-def load_golden(folder: Path, sealed: bool = True) -> GoldenSet:
+def load_golden(folder: Path | str, sealed: bool = True) -> GoldenSet:
     """Load a golden-set folder and check it still holds what was built (`verify.check_stored`);
     raise `InputError` naming the file and line of any problem, `GOLDEN SET MODIFIED` when the
     files no longer match their stored golden_id, counts, corpus fingerprint or (unless

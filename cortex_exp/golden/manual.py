@@ -28,6 +28,7 @@ import io
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from cortex_exp.data.files import decode_text, read_input, starts_json
 from cortex_exp.data.jsonl import Problems, check_field, iter_objects
@@ -36,7 +37,7 @@ from cortex_exp.golden import audit as audits
 from cortex_exp.golden.commit import write_text
 from cortex_exp.golden.lineage import record, update_counts
 from cortex_exp.golden.load import load_golden
-from cortex_exp.golden.store import MANIFEST, GoldenSet, Judgment, judgment_clash, write_golden
+from cortex_exp.golden.store import MANIFEST, GoldenSet, JudgedAt, Judgment, judgment_clash, write_golden
 
 REQUIRED = ("qid", "doc_id", "verdict")
 
@@ -90,7 +91,8 @@ def read_verdicts(path: Path, golden: GoldenSet, raw: bytes) -> tuple[list[Judgm
     """The new manual judgments of `raw`, the bytes of `path` (read once by `add_judgments`: the
     digest is of what was parsed); how many lines were not filled in, how many the set already
     judged alike, and that sha256. Every problem at once, nothing written (exit 2)."""
-    problems, first = Problems(path), {}
+    problems = Problems(path)
+    first: JudgedAt = {}
     qids, existing = {q.qid for q in golden.queries}, {(j.qid, j.doc_id): j for j in golden.judgments}
     new, empty, alike = [], 0, 0
     for line, obj in read_rows(raw, Path(path), problems):
@@ -214,8 +216,8 @@ def add_judgments(golden_dir: Path, path: Path, out_dir: Path | None = None, now
     judgments = sorted(old.judgments + new_judgments, key=lambda j: (j.qid, j.doc_id))
     new = GoldenSet(old.queries, judgments, _copy(old.manifest), dict(old.corpus_hashes))
     update_counts(new)
-    now = (now or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    entry = {"file": str(Path(path).resolve()), "sha256": digest, "added_at": now}
+    added_at = (now or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    entry: dict[str, Any] = {"file": str(Path(path).resolve()), "sha256": digest, "added_at": added_at}
     entry["positives"] = sum(j.label == "positive" for j in new_judgments)
     entry["noise"] = sum(j.label == "noise" for j in new_judgments)
     new.manifest["manual"] = [*old.manifest.get("manual", []), entry]

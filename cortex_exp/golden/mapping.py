@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import overload
 
 from cortex_exp.data.servelog import ValueMap
 from cortex_exp.errors import InputError
@@ -71,6 +72,10 @@ def _texts(value) -> bool:
     return isinstance(value, tuple) and bool(value) and all(isinstance(v, str) for v in value)
 
 
+@overload
+def read_map_file(path: Path) -> dict: ...
+@overload
+def read_map_file(path: None) -> None: ...
 def read_map_file(path: Path | None) -> dict | None:
     """The settings of a MAP.yaml (a mapping of keys), or None when no file was given."""
     if path is None:

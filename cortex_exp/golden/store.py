@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cortex_exp.data.hashes import hashes_json
 from cortex_exp.errors import InputError
@@ -50,7 +51,7 @@ class Judgment:
     inclusion_probability: float | None = None
 
     def as_json(self) -> dict:
-        out = {"qid": self.qid, "doc_id": self.doc_id, "label": self.label}
+        out: dict[str, Any] = {"qid": self.qid, "doc_id": self.doc_id, "label": self.label}
         if self.source is not None:
             out["source"] = self.source
         if self.inclusion_probability is not None:
@@ -69,6 +70,12 @@ class GoldenSet:
     @property
     def golden_id(self) -> str:
         return golden_digest(self.queries, self.judgments)
+
+    @property
+    def folder(self) -> Path:
+        """The folder this set was loaded from (`load_golden`); only a loaded set is asked."""
+        assert self.path is not None, "a golden set built in memory has no folder until it is written and loaded"
+        return self.path
 
     def __repr__(self) -> str:  # one line: a notebook cell ending in a golden set shows this, not every query
         where = f" at {self.path}" if self.path else ""
@@ -174,7 +181,10 @@ def rebuild_command(golden_dir: Path) -> str:
     return f"python -m cortex_exp.golden rebuild {golden_dir}"
 
 
-def judgment_clash(judgment: Judgment, first: dict, where: str) -> str | None:
+JudgedAt = dict[tuple[str, str], tuple[str, str]]  # (qid, doc_id) -> (label, where it was first judged)
+
+
+def judgment_clash(judgment: Judgment, first: JudgedAt, where: str) -> str | None:
     """A problem when (qid, doc_id) was judged before (`first` maps it to (label, where), e.g.
     "line 3"), else None after recording it: judged twice is a duplicate, positive and noise a
     conflict."""
@@ -193,7 +203,8 @@ def judgment_clash(judgment: Judgment, first: dict, where: str) -> str | None:
 
 def check_consistent(queries: list[Query], judgments: list[Judgment], where: str) -> None:
     """Refuse a set with a qid twice, or a document judged twice for one query (`InputError`)."""
-    problems, seen, first = [], set(), {}
+    problems, seen = [], set()
+    first: JudgedAt = {}
     for q in queries:
         if q.qid in seen:
             problems.append(f"{where}: duplicate qid {q.qid!r}")

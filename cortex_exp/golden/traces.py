@@ -52,7 +52,11 @@ class TraceReader:
         self.traces = 0
         self.updates: list[str] = []  # "trace id:last update", in the order read (the digest)
         self.gone: set[str] = set()
-        self.held = {"inputs": Counter(), "tags": Counter(), "span types": Counter()}  # what the traces hold
+        self.held: dict[str, Counter] = {
+            "inputs": Counter(),
+            "tags": Counter(),
+            "span types": Counter(),
+        }  # what the traces hold
         self.found: Counter = Counter()  # (layer, name) of every feedback or annotation
         self.found_values: dict[tuple, Counter] = {}
         self.seen_task = self.seen_project = self.seen_retriever = False
@@ -92,10 +96,12 @@ class TraceReader:
         self.seen_task |= isinstance(task, str)
         self.seen_project |= isinstance(project, str)
         self.seen_retriever |= bool(retrievers)
-        for reason, ok in (("no_task", isinstance(task, str)), ("no_project", isinstance(project, str))):
-            if not ok:
-                self.tally.drop(reason, tid)
-                return None
+        if not isinstance(task, str):
+            self.tally.drop("no_task", tid)
+            return None
+        if not isinstance(project, str):
+            self.tally.drop("no_project", tid)
+            return None
         if not retrievers:
             self.tally.drop("no_retriever", tid)
             return None

@@ -44,7 +44,7 @@ def recount(golden: GoldenSet) -> dict[str, int]:
 
 
 def _stored_id(golden: GoldenSet) -> str | None:
-    path = golden.path / GOLDEN_ID
+    path = golden.folder / GOLDEN_ID
     if not path.is_file():
         return None
     try:
@@ -98,12 +98,12 @@ def _fingerprint_differences(golden: GoldenSet) -> list[str]:
 def _impossible_built_at(golden: GoldenSet) -> list[str]:
     """Why an edited `built_at` cannot be a build time (the stale gate's own words), if it cannot."""
     raw, where = golden.manifest.get("built_at"), golden.path / MANIFEST if golden.path else MANIFEST
+    if not isinstance(raw, str):
+        return [f"{where}: field 'built_at' is missing or not a string ({str(raw)[:40]!r})"]
     try:
-        built = datetime.fromisoformat(raw) if isinstance(raw, str) else None
+        built = datetime.fromisoformat(raw)
     except (ValueError, OverflowError):
         return [f"{where}: field 'built_at' is not an ISO-8601 time in range: {raw[:40]!r}"]
-    if built is None:
-        return [f"{where}: field 'built_at' is missing or not a string ({str(raw)[:40]!r})"]
     built = built.replace(tzinfo=UTC) if built.tzinfo is None else built
     if built > datetime.now(UTC) + timedelta(minutes=5):
         return [f"{where}: field 'built_at' {raw!r} is in the future"]
@@ -143,6 +143,6 @@ def check_stored(golden: GoldenSet, sealed: bool = True) -> None:
     if found:
         raise InputError(
             f"{PREFIX}: {golden.path}: its files no longer match what was stored when it was built"
-            f"{REBUILD}{rebuild_command(golden.path)}",
+            f"{REBUILD}{rebuild_command(golden.folder)}",
             found,
         )

@@ -118,7 +118,7 @@ def agreement(
     names, codes = distinct(groups)
     members = [np.flatnonzero(codes == g) for g in range(len(names))]
     rng = np.random.default_rng(seed)
-    draws = {name: [] for name in FIGURES}
+    draws: dict[str, list[float]] = {name: [] for name in FIGURES}
     for _ in range(resamples):
         rows = np.concatenate([members[g] for g in rng.integers(0, len(names), len(names))])
         if y[rows].min() == y[rows].max():

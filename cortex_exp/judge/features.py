@@ -29,7 +29,7 @@ from cortex_exp.console.progress import bar
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.errors import InputError
 from cortex_exp.judge.examples import Pair, distinct
-from cortex_exp.retrievers.base import parameters
+from cortex_exp.retrievers.base import Index, parameters
 from cortex_exp.retrievers.bm25_v2 import Bm25V2
 from cortex_exp.retrievers.dense import Dense
 from cortex_exp.retrievers.embed_cache import CachedEncoder
@@ -64,7 +64,7 @@ class Features:
         self.embedder = embedder
         self.lexical = lexical or Bm25V2()
         self.progress = progress
-        self._index = None
+        self._index: Index | None = None
         self._row_of: dict[str, int] | None = None  # document id -> its row in the index
 
     @classmethod

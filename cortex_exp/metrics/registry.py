@@ -243,8 +243,9 @@ def cutoffs(names: Iterable[str], family: str) -> list[int]:
     out = []
     for name in names:
         f = None if name.startswith(CONDENSED) else family_of(name)
-        if f is not None and f.name == family and f.k_of(name) is not None:
-            out.append(f.k_of(name))
+        k = f.k_of(name) if f is not None and f.name == family else None
+        if k is not None:
+            out.append(k)
     return out
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from cortex_exp.metrics.registry import CONDENSED, FAMILIES, NOISE, POSITIVE
 
@@ -106,7 +107,7 @@ def score_run(
         top = cut(ranked, always_served, ks)
         judged = positives[qid] | noise[qid]
         short = condensed(ranked, always_served, judged, ks)
-        row = {"qid": qid, "project": project, **score_query(top, positives[qid], noise[qid], ks)}
+        row: dict[str, Any] = {"qid": qid, "project": project, **score_query(top, positives[qid], noise[qid], ks)}
         row.update(judged_share(top, judged, ks))
         row.update({CONDENSED + k: v for k, v in score_query(short, positives[qid], noise[qid], ks).items()})
         row.update({"top": top, "unjudged": unjudged_ranks(top, judged), "n_positives": len(positives[qid])})

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from cortex_exp.data.corpus import Corpus, CorpusDiff, diff_hashes, fingerprint_of, record_json
+from cortex_exp.data.corpus import Corpus, CorpusDiff, HashedCorpus, diff_hashes, fingerprint_of, record_json
 from cortex_exp.errors import ComponentError
 from cortex_exp.retrievers.base import Ranking, SupportsCorpusListing
 
@@ -65,7 +65,7 @@ class Listed:
     differs: CorpusDiff = CorpusDiff((), (), ())
 
 
-def corpus_in_use(components: Mapping[str, object], corpus: Corpus) -> tuple[Corpus | Listing, Listed]:
+def corpus_in_use(components: Mapping[str, object], corpus: Corpus) -> tuple[HashedCorpus, Listed]:
     """The corpus the run's fingerprint and drift are about (the first listing a component
     gives, else the corpus file), and what asking for the listings found (the `corpus_listing`
     gate judges it)."""

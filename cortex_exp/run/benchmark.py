@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cortex_exp import interrupts, metrics, tracking
-from cortex_exp.data.corpus import Corpus, load_corpus
+from cortex_exp.data.corpus import Corpus, HashedCorpus, load_corpus
 from cortex_exp.errors import InputError
 from cortex_exp.findings import Finding, degraded_reasons, noted, pct
 from cortex_exp.golden import GoldenSet, load_golden
@@ -24,7 +24,7 @@ from cortex_exp.retrievers.base import Index, SupportsProvenance
 from cortex_exp.retrievers.runfile import require_queries
 from cortex_exp.rows import RowSpec, rerank, row_spec
 from cortex_exp.run import describe, gates
-from cortex_exp.run.agreement import Listing, corpus_in_use, unknown_documents
+from cortex_exp.run.agreement import corpus_in_use, unknown_documents
 from cortex_exp.run.freshness import DriftResult, StaleResult, corpus_drift, stale_result
 from cortex_exp.run.indexes import build_indexes, forget_indexes
 from cortex_exp.run.learned import load_features
@@ -67,7 +67,7 @@ class Prepared:
     """Everything the refusals checked before the MLflow run opens."""
 
     corpus: Corpus
-    indexed: Corpus | Listing  # what the retriever indexes: a service's own listing, else the corpus file
+    indexed: HashedCorpus  # what the retriever indexes: a service's own listing, else the corpus file
     golden: GoldenSet
     indexes: dict[str, Index]
     features: object

@@ -13,7 +13,7 @@ answers its first call the way the real index would (its `probe` or `search`).
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from cortex_exp.errors import ComponentError
 from cortex_exp.retrievers.base import EMPTY, Index, Ranking, SupportsProbe
@@ -73,7 +73,11 @@ class _EmptyAfterProbe(_Faulty):
         return ask(queries, k) if self._first() else [EMPTY for _ in queries]
 
 
-_WRAPPERS = {"error": _Raising, "empty": _Empty, "empty_after_probe": _EmptyAfterProbe}
+_WRAPPERS: dict[str, Callable[[Index, str], Index]] = {
+    "error": _Raising,
+    "empty": _Empty,
+    "empty_after_probe": _EmptyAfterProbe,
+}
 
 
 def wrap(index: Index, mode: str, component: str) -> Index:

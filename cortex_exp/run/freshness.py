@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from cortex_exp.data.corpus import Corpus, CorpusDiff, diff_hashes, fingerprint_of
+from cortex_exp.data.corpus import CorpusDiff, HashedCorpus, diff_hashes, fingerprint_of
 from cortex_exp.errors import InputError
 from cortex_exp.findings import pct
 from cortex_exp.golden.store import MANIFEST, GoldenSet, rebuild_command
@@ -58,7 +58,7 @@ def rebuild(golden: GoldenSet) -> str:
     return rebuild_command(golden.path if golden.path else Path("DIR"))
 
 
-def is_static(golden: GoldenSet, corpus: Corpus | None) -> bool:
+def is_static(golden: GoldenSet, corpus: HashedCorpus | None) -> bool:
     """A golden set imported from a fixed public collection (manifest `source.kind` beir) whose
     corpus is still exactly the one it was built on: its labels cannot age."""
     source = golden.manifest.get("source")
@@ -71,7 +71,7 @@ def is_static(golden: GoldenSet, corpus: Corpus | None) -> bool:
 
 
 def stale_result(
-    golden: GoldenSet, settings: GateSettings, corpus: Corpus | None = None, now: datetime | None = None
+    golden: GoldenSet, settings: GateSettings, corpus: HashedCorpus | None = None, now: datetime | None = None
 ) -> StaleResult:
     """The golden set's age against `max_age_days`: stale when older by whole days (a set built
     30 days and 5 hours ago is 30 days old and passes a limit of 30), never for a static
@@ -122,7 +122,7 @@ def _share(moved_docs: int, size: int) -> float:
     return moved_docs / size
 
 
-def corpus_drift(golden: GoldenSet, corpus: Corpus, settings: GateSettings) -> DriftResult:
+def corpus_drift(golden: GoldenSet, corpus: HashedCorpus, settings: GateSettings) -> DriftResult:
     """Documents added, removed or changed since the set was built, over the size at build time."""
     if not golden.corpus_hashes:
         return _fingerprint_drift(golden, corpus, settings)
@@ -142,7 +142,7 @@ def corpus_drift(golden: GoldenSet, corpus: Corpus, settings: GateSettings) -> D
     return DriftResult(diff, share, moved, message, "hashes", size)
 
 
-def _fingerprint_drift(golden: GoldenSet, corpus: Corpus, settings: GateSettings) -> DriftResult:
+def _fingerprint_drift(golden: GoldenSet, corpus: HashedCorpus, settings: GateSettings) -> DriftResult:
     """No per-document hashes: compare fingerprints; the size change is a lower bound on drift."""
     old = golden.manifest.get("corpus_fingerprint")
     size = _size_at_build(golden) or len(corpus)

@@ -154,7 +154,8 @@ class ProbePlan:
         total = len(qids) + len(self.live)
         places = sorted(rng.choice(total, size=len(self.live), replace=False).tolist())
         width = max(8, len(qids[0]) if qids else 8)
-        taken, ids = set(qids), []
+        taken = set(qids)
+        ids: list[str] = []
         while len(ids) < len(self.live):
             token = "".join(rng.choice(list("0123456789abcdef"), size=width))
             if token not in taken:

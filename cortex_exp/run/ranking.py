@@ -8,6 +8,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import TypeVar
 
 from cortex_exp.console.progress import bar
 from cortex_exp.data.corpus import Corpus
@@ -34,6 +36,8 @@ from cortex_exp.settings import CacheSettings, RetrieverSettings, RunSettings
 # batches of 64 (bench/scale.py: 2.6 vs 14.7 CPU seconds for 1,000 queries over 100k vectors);
 # an encoder batches what it is given by its own batch_size, so encoding is not slowed
 CHUNK = 1024
+
+T = TypeVar("T")  # what a measurement computes: a component's rankings, a whole system's answer
 
 
 @dataclass
@@ -76,15 +80,12 @@ def rank_components(
     ranked = Ranked({})
     for name, index in indexes.items():
         if isinstance(index, KeyedIndex):
-            answer = measure_anyway(ranked, name, lambda i=index, n=name: _answer(i, n, texts, qids, depth), len(texts))
+            answer = measure_anyway(ranked, name, partial(_answer, index, name, texts, qids, depth), len(texts))
             _add_system(ranked, name, answer)
             continue
         if isinstance(index, SystemIndex):
             answer = measure_anyway(
-                ranked,
-                name,
-                lambda i=index, n=name: live_checked(ranked, corpus, i, n, texts, qids, depth, plan),
-                len(texts),
+                ranked, name, partial(live_checked, ranked, corpus, index, name, texts, qids, depth, plan), len(texts)
             )
             _add_system(ranked, name, answer)
             continue
@@ -104,10 +105,7 @@ def rank_components(
         key = cache_key(identity(component), code, corpus.fingerprint, texts, depth)
         about = {"component": name, "target": target_of(component), "code": code}
         ranked.components[name] = measure_anyway(
-            ranked,
-            name,
-            lambda k=key, c=compute, a=about: _cached(settings.cache, ranked, k, c, a, len(texts)),
-            len(texts),
+            ranked, name, partial(_cached, settings.cache, ranked, key, compute, about, len(texts)), len(texts)
         )
         ranked.figures.update(approximation(depth, ranked, name, index, texts))
     return ranked
@@ -149,7 +147,7 @@ def live_checked(
     `ranked.live` and taken out again. A system whose scores all tie is counted in `ranked.tied`
     (the `scores_tied` gate warns)."""
     live = list(plan.live) if plan is not None else []
-    places, live_ids = plan.mixed(qids) if live else ([], [])
+    places, live_ids = plan.mixed(qids) if plan is not None and live else ([], [])
     order, golden = [], iter(range(len(texts)))
     at = set(places)
     for position in range(len(texts) + len(live)):
@@ -199,7 +197,7 @@ def watch_probed(ranked: Ranked, probed: Iterable[str], n: int) -> None:
             ranked.gone.append(name)
 
 
-def _answer(index: Index, name: str, texts: list[str], qids: list[str], depth: int) -> Answer:
+def _answer(index: KeyedIndex | SystemIndex, name: str, texts: list[str], qids: list[str], depth: int) -> Answer:
     """A whole system's answer (a service's, a file's), held to the same shape as `search`."""
     t0 = time.perf_counter()
     try:
@@ -286,9 +284,10 @@ def _cached(
     return rankings
 
 
-def measure_anyway(ranked: Ranked, name: str, compute: Callable[[], list[Ranking]], n: int) -> list[Ranking]:
-    """`compute()`; a component failing after its probe answers nothing, and is kept in
-    `ranked.failed` for its gate (`component_failed`)."""
+def measure_anyway(ranked: Ranked, name: str, compute: Callable[[], T], n: int) -> T | list[Ranking]:
+    """`compute()` (a component's rankings, or a whole system's `Answer`); a component failing
+    after its probe answers nothing (`n` empty rankings), and is kept in `ranked.failed` for its
+    gate (`component_failed`)."""
     try:
         return compute()
     except ComponentError as exc:

@@ -94,6 +94,7 @@ def read_verified(path: Path, key: str, n_queries: int) -> tuple[list[Ranking] |
     problem = _shape_problem(rows, n_queries)
     if problem:
         return None, problem
+    assert isinstance(rows, list), "_shape_problem refuses anything but a list of rankings"
     return [Ranking(tuple(ids), tuple(float(s) for s in scores)) for ids, scores in rows], ""
 
 

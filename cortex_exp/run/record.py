@@ -11,7 +11,7 @@ from typing import Any
 
 from cortex_exp import interrupts, metrics, tracking
 from cortex_exp.console.tables import table
-from cortex_exp.data.corpus import Corpus
+from cortex_exp.data.corpus import HashedCorpus
 from cortex_exp.data.trec import format_run
 from cortex_exp.findings import Finding, decides, degraded_reasons, refusals, tags_of
 from cortex_exp.golden import GoldenSet
@@ -87,7 +87,7 @@ def run_tags(
     retriever: str,
     swept: Mapping[str, str],
     row: RowSpec,
-    corpus: Corpus,
+    corpus: HashedCorpus,
     golden: GoldenSet,
     sweep_run_id: str | None = None,
 ) -> dict[str, str]:
@@ -146,7 +146,9 @@ def closing_tags(
 
 
 @contextmanager
-def open_benchmark_run(settings: RunSettings, row: RowSpec, uri: str, corpus: Corpus, golden: GoldenSet, note: str):
+def open_benchmark_run(
+    settings: RunSettings, row: RowSpec, uri: str, corpus: HashedCorpus, golden: GoldenSet, note: str
+):
     """The MLflow run of one benchmark run, opened when measuring starts; a run that does not
     finish is left `decides=false`."""
     primary = settings.metrics.primary_metric
@@ -167,7 +169,7 @@ def open_benchmark_run(settings: RunSettings, row: RowSpec, uri: str, corpus: Co
 
 
 def log_results(
-    mlrun, settings: RunSettings, row: RowSpec, corpus: Corpus, golden: GoldenSet, measured, notes, found=()
+    mlrun, settings: RunSettings, row: RowSpec, corpus: HashedCorpus, golden: GoldenSet, measured, notes, found=()
 ) -> None:
     """Params, metrics and artifacts of a measured run (docs/interface.md §6); `found`: what the
     gates found, as recorded (`findings.json`)."""

@@ -13,6 +13,7 @@ import errno
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,12 +44,13 @@ class Failure:
         return f"MLFLOW UNREACHABLE: {uri} ({self.detail})"
 
 
-def _chain(exc: BaseException):
+def _chain(exc: BaseException) -> Iterator[BaseException]:
     seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        yield at
+        at = at.__cause__ or at.__context__
 
 
 def _first_line(exc: BaseException) -> str:

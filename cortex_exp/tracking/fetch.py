@@ -166,10 +166,11 @@ def check_per_query(record: RunRecord, raw: bytes) -> None:
     if "n_queries" in record.metrics and record.metrics["n_queries"] != len(rows):
         problems.append(f"n_queries: {len(rows)} lines, the run logged {record.metrics['n_queries']:g}")
     for name, value in sorted(record.metrics.items()):
-        values = [r.get(name) for r in rows]
         if not rows or not any(name in r for r in rows):
             continue
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        found = [r.get(name) for r in rows]
+        values = [v for v in found if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if len(values) != len(found):
             problems.append(f"{name}: not a number on every line")
             continue
         mean = math.fsum(values) / len(values)

@@ -30,7 +30,8 @@ def list_runs(uri: str, experiment: str | None = None, filter_string: str = "", 
     from mlflow.exceptions import MlflowException
 
     client = connect(uri)
-    out, token = [], None
+    out: list[dict] = []
+    token = None
     with guard(uri):
         ids = experiment_ids(client, experiment)
         while len(out) < limit:

@@ -198,18 +198,18 @@ class RunLog:
             if status == "KILLED" and self.failure is None:
                 _say(f"run {self.run_id} ({self.journal.name}) marked KILLED ({_how(status, exc)})")
             if self.failure is not None:
-                self._spool(exc, self._mark_failed())
+                self._spool(exc, self.failure, self._mark_failed(self.failure))
 
     def _note_with(self, line: str) -> str:
         old = self.journal.tags.get(NOTE, "")
         self.journal.tags[NOTE] = scrub((old.rstrip() + "\n\n" if old else "") + line)
         return self.journal.tags[NOTE]
 
-    def _mark_failed(self) -> str:
+    def _mark_failed(self, failure: failures.Failure) -> str:
         """A full store may still take the one write that ends the run FAILED (the artifacts'
         disk was full, or the database has a free page): try it; a store that went away is not
         asked again (its run is marked KILLED by the next start, or `replayed_as` by a replay)."""
-        if self.failure.kind != "full":
+        if failure.kind != "full":
             return "left RUNNING in the store"
         try:
             self.client.set_tag(self.run_id, "end_reason", f"the tracking store failed: {self.journal.failure}")
@@ -221,8 +221,9 @@ class RunLog:
             return "could not be marked FAILED in the full store"
         return "marked FAILED in the store"
 
-    def _spool(self, exc: BaseException | None, state: str) -> None:
-        head = f"{self.failure.line(self.journal.uri)}; run {self.run_id} ({self.journal.name}) {state}"
+    def _spool(self, exc: BaseException | None, failure: failures.Failure, state: str) -> None:
+        head = f"{failure.line(self.journal.uri)}; run {self.run_id} ({self.journal.name}) {state}"
+        assert self.spool_dir is not None, "a store failure is kept only by a run with a spool folder (_call)"
         try:
             folder = spool.write(self.journal, self.spool_dir)
         except OSError as err:
@@ -256,5 +257,5 @@ def dataset_input(name: str, digest: str, source_uri: str, context: str):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         source = resolve_dataset_source(source_uri)
-    dataset = MetaDataset(source=source, name=name, digest=digest)
+    dataset = MetaDataset(source, name, digest)  # type: ignore[abstract]  # mlflow's Dataset: abstract profile, no ABCMeta
     return DatasetInput(dataset._to_mlflow_entity(), [InputTag(key="mlflow.data.context", value=context)])

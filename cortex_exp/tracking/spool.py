@@ -190,7 +190,8 @@ def _unlisted(root: Path, listed: set[str]) -> list[str]:
 
 
 def _read_artifacts(folder: Path, record: dict, where: Path, problems: list[str]) -> dict[str, bytes]:
-    root, out = folder / ARTIFACTS, {}
+    root = folder / ARTIFACTS
+    out: dict[str, bytes] = {}
     listed = [str(r) for r in record["artifacts"]]
     digests = record.get("artifact_sha256")
     if record["format"] >= 2 and (not isinstance(digests, dict) or set(digests) != set(listed)):

@@ -21,6 +21,7 @@ import gc
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from cortex_exp.errors import InputError
@@ -143,7 +144,7 @@ class WindowRead:
                 for trace in found:
                     self.read.add(trace.info.trace_id)
                     yield plain(trace, self.outputs_of)
-                found = None
+                del found  # this page's traces are let go before the heap settles
                 settle()
                 for hook in PAGE_HOOKS:
                     hook(number)
@@ -153,7 +154,8 @@ class WindowRead:
 
     def _keyset(self, c, page: int, include_spans: bool) -> Iterator[list]:
         """Pages of MLflow `Trace`s in (request time, trace id) order, each trace once."""
-        at, read_at = None, set()  # the last request time read, and the ids read at it
+        at: int | None = None  # the last request time read
+        read_at: set[str] = set()  # the ids read at it
         while True:
             key, asked = self._next_key(at, read_at, page)
             found = self._search(
@@ -289,7 +291,6 @@ def _selected(outputs_of, *, span_id, parent_id, name, span_type, start_ns, inpu
     """The one rule for which spans' inputs and outputs are read (both readers above call it):
     inputs of the root spans only, outputs of the spans `outputs_of` = (types, names) names; all
     of both when `outputs_of` is None. `inputs`/`outputs` are called only for a span selected."""
-    types, names = outputs_of or (None, None)
     return {
         "span_id": span_id,
         "parent_id": parent_id,
@@ -297,7 +298,7 @@ def _selected(outputs_of, *, span_id, parent_id, name, span_type, start_ns, inpu
         "span_type": span_type,
         "start_ns": start_ns,
         "inputs": inputs() if parent_id is None or outputs_of is None else None,
-        "outputs": outputs() if types is None or span_type in types or name in names else None,
+        "outputs": outputs() if outputs_of is None or span_type in outputs_of[0] or name in outputs_of[1] else None,
     }
 
 
@@ -328,7 +329,7 @@ def _feedback(a, every: dict) -> dict:
     while chain[-1].overrides in every and chain[-1].overrides not in seen:
         seen.add(chain[-1].overrides)
         chain.append(every[chain[-1].overrides])
-    metadata = {}
+    metadata: dict[str, Any] = {}
     for older in reversed(chain):
         metadata.update(older.metadata or {})
     return {

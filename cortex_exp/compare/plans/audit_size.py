@@ -25,7 +25,7 @@ would have needed.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +33,7 @@ import numpy as np
 from cortex_exp.compare import stats
 from cortex_exp.metrics import POSITIVE, family_of
 from cortex_exp.metrics.holes import Side
+from cortex_exp.metrics.registry import Family
 
 COIN = 0.25  # the largest variance of a yes/no label: a judge no better than a coin at ½
 
@@ -75,10 +76,18 @@ def audit_needed(
     return low
 
 
-def baseline_share(name: str, rows: list[Mapping]) -> float:
+def _family(name: str) -> Family:
+    """The family of `name`, a metric the plan's checks already found in the registry."""
+    family = family_of(name)
+    if family is None:
+        raise ValueError(f"{name}: not a metric of the registry (plan create checks it first)")
+    return family
+
+
+def baseline_share(name: str, rows: Sequence[Mapping]) -> float:
     """The baseline's own hole share in metric `name`: Σ over its holes of their weight, over
     Σ over every document it ranks within the cut-off (0 when nothing weighs)."""
-    family, holes, ranked = family_of(name), 0.0, 0.0
+    family, holes, ranked = _family(name), 0.0, 0.0
     for row in rows:
         side = Side.of(row)
         weights = side.weights(family, name)
@@ -87,10 +96,10 @@ def baseline_share(name: str, rows: list[Mapping]) -> float:
     return holes / ranked if ranked > 0 else 0.0
 
 
-def plan_load(name: str, rows: list[Mapping], share: float) -> AuditLoad:
+def plan_load(name: str, rows: Sequence[Mapping], share: float) -> AuditLoad:
     """The load at plan time (module doc): every ranked slot within the cut-off of the baseline's
     `rows` a hole with probability `share`, at its weight there, residuals a coin's."""
-    family, frame, squares = family_of(name), 0.0, 0.0
+    family, frame, squares = _family(name), 0.0, 0.0
     for row in rows:
         weights = [w for w in Side.of(row).weights(family, name).values() if w != 0]
         frame += share * len(weights)

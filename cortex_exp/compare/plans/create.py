@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -140,7 +141,7 @@ def make_plan(
     if primary in {g.metric for g in rails}:
         raise InputError(f"--guardrail {primary}: the primary metric decides already; guard other metrics")
     part, parent = _split(manifest, holdout, baseline)
-    audit = {}
+    audit: dict[str, Any] = {}  # a ppi plan's audit: judge, size, seed, the share assumed, the size needed
     if holes == "ppi":
         rows = list(index_rows(baseline).values())
         share = sizing.baseline_share(primary, rows) if hole_share is None else float(hole_share)

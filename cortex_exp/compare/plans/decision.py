@@ -128,7 +128,7 @@ class Estimate:
         does not, the holes decide (`inconclusive`, cause `holes`)."""
         spans = [self.oriented()]
         if self.reads == "bounds":
-            spans += list(self.fillings())
+            spans += list(self.fillings() or ())  # reads bounds: a primary with both series
         return [Span(e.diff, e.low, e.high) for e in spans]
 
     def shown(self) -> str:

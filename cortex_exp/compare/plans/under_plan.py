@@ -13,6 +13,7 @@ Every other metric is shown, and does not decide ("not in the plan"). The reuse 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,13 +28,16 @@ from cortex_exp.compare.plans.void import holes_reasons, void_reasons
 from cortex_exp.errors import InputError
 from cortex_exp.metrics import higher_is_better
 
+if TYPE_CHECKING:
+    from cortex_exp.tracking.plans import PlanRun
+
 
 @dataclass
 class Decisions:
     """The decisions of one comparison under one plan, in the candidates' order, and the reuse of
     the queries they read (`reuse.Reuse`)."""
 
-    plan_run: object  # tracking.plans.PlanRun
+    plan_run: PlanRun
     plan: Plan
     decisions: list[Decision]
     not_in_plan: list[str]
@@ -150,6 +154,7 @@ def decide_pair(plan: Plan, plan_run, base, pair, cand_start: int, n_candidates:
         return Decision("void", tuple(void), None, checks, **context)
     needed = None
     if reads == "ppi" and audit is not None:
+        assert primary.sd is not None, "a primary read from its series carries their spread (_figures)"
         load = sizing.realised_load(ppi.table(plan.primary, sample.rows_a, sample.rows_b, sample.qids), audit)
         needed = sizing.audit_needed(
             primary.sd, load, plan.min_effect_value, plan.power, plan.alpha / plan.candidates, len(sample.qids)

@@ -25,12 +25,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Any, Self
 
-from cortex_exp.data.corpus import Corpus
+from cortex_exp.data.corpus import Corpus, HashedCorpus
 from cortex_exp.findings import Finding
 from cortex_exp.golden.store import GoldenSet
 from cortex_exp.retrievers.base import Ranking
 from cortex_exp.rows import RowSpec
-from cortex_exp.run.agreement import Listed, Listing, Unknown
+from cortex_exp.run.agreement import Listed, Unknown
 from cortex_exp.run.freshness import DriftResult, StaleResult
 from cortex_exp.run.probe import ProbePlan, ProbeResult
 from cortex_exp.run.ranking import Ranked
@@ -63,7 +63,7 @@ class Context:
     row: RowSpec
     corpus: Corpus
     golden: GoldenSet
-    indexed: Corpus | Listing
+    indexed: HashedCorpus
     listed: Listed
     stale: StaleResult
     drift: DriftResult
