@@ -73,17 +73,22 @@ def test_a_small_metric_gets_an_effect_of_its_own_size():
 
 
 def test_the_table_states_each_effect_on_its_scale():
-    def metric(scale, size, reference):
-        return {
-            "half_width": 0.01,
-            "queries_needed": 1234,
-            "effect": {"scale": scale, "size": size, "reference": reference, "value": size * reference},
-            "detectable": {"size": 0.014 / reference, "value": 0.014},
-        }
+    from types import SimpleNamespace
 
-    result = {
-        "metrics": {"a": metric("relative", 0.05, 0.2), "b": metric("sd", 0.2, 0.1), "c": metric("absolute", 0.02, 1.0)}
-    }
+    from cortex_exp.compare.effect import ResolvedEffect
+
+    def metric(scale, size, reference):  # what power_rows reads of a MetricComparison
+        figures = SimpleNamespace(
+            interval=SimpleNamespace(half_width=0.01),
+            queries_needed=1234,
+            effect=ResolvedEffect(size, scale, reference),
+            detectable=0.014,
+        )
+        return SimpleNamespace(figures=figures)
+
+    result = SimpleNamespace(
+        metrics={"a": metric("relative", 0.05, 0.2), "b": metric("sd", 0.2, 0.1), "c": metric("absolute", 0.02, 1.0)}
+    )
     rows = power_rows(result)
     assert rows[0] == ("a", "0.0100", "0.0140 = 7.0%", "5% = 0.0100", "1,234")
     assert rows[1] == ("b", "0.0100", "0.0140 = 0.14sd", "0.2sd = 0.0200", "1,234")
