@@ -407,8 +407,10 @@ def audit_goals(rows: list[dict]) -> list[tuple[str, bool]]:
     above = [(r, n) for r, n in err if n > NOMINAL_ERROR]
     bad = [(r, n) for r, n in above if r["decision_error"] > NOMINAL_ERROR]
     worst_ppi = max((r["decision_error"] for r, _ in err), default=0.0)
-    text = f"ppi's decision error <= {NOMINAL_ERROR} where naive's is above it: naive above in {len(above)} "
-    text += f"cells × sizes, ppi above there in {len(bad)} (ppi's highest anywhere {worst_ppi:.3f})"
+    by_size = {s: sum(r["audit_size"] == s for r, _ in bad) for s in AUDIT_SIZES}
+    text = f"ppi's decision error <= {NOMINAL_ERROR:.2f} where naive's is above it: naive above in {len(above)} "
+    text += f"cells × sizes, ppi above there in {len(bad)} (by audit size: "
+    text += ", ".join(f"{s}: {k}" for s, k in by_size.items()) + f"; ppi's highest anywhere {worst_ppi:.3f})"
     out.append((text, not bad))
     return out
 
