@@ -98,6 +98,7 @@ def judged(measured, pairs: list[tuple[str, str]], metrics: tuple[str, ...], enc
     golden = load_golden(measured.paths["golden"])
     if golden.golden_id != measured.golden_id:
         raise RuntimeError(f"{measured.paths['golden']}: golden_id {golden.golden_id}, measured {measured.golden_id}")
+    golden = one_project_by_query(golden)
     corpus = load_corpus(measured.paths["corpus"])
     features = Features.build(corpus, encoder, cache_dir=measured.paths["embeddings"], progress=False)
     trained = train_judge(golden, features, seed=JUDGE_SEED, resamples=JUDGE_RESAMPLES)
@@ -124,6 +125,21 @@ def judged(measured, pairs: list[tuple[str, str]], metrics: tuple[str, ...], enc
     figures = {name: f.value for name, f in trained.agreement.figures.items()}
     judge = {"digest": trained.model.digest(), "pairs": len(trained.data), "frame": len(keys), **figures}
     return Judged(position, scores, frames, tables, rho, judge)
+
+
+def one_project_by_query(golden):
+    """The golden set as the judge learns from it: with its queries' project dropped when they
+    all share one (SciFact served here: every serve needs a project, and the simulator gives
+    every claim `scifact`), so that cross-fitting folds by query as it does for a BEIR import —
+    `judge.examples.training_set` folds by project whenever a query names one, and refuses a
+    single project. The verdicts are the same; only the folds (and the constant `same_project`
+    feature) change."""
+    import dataclasses
+
+    if len({q.project for q in golden.queries}) > 1:
+        return golden
+    queries = [dataclasses.replace(q, project=None) for q in golden.queries]
+    return dataclasses.replace(golden, queries=queries)
 
 
 def correlation(t: ppi.HoleTable, scores: dict, truth: dict[str, frozenset[str]]) -> float:
