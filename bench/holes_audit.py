@@ -39,7 +39,7 @@ from cortex_exp.metrics import NOISE, POSITIVE
 AUDIT_SIZES = (50, 100, 200, 400)
 PREDICT = {"ppi": "judge", "audit_only": "audit_only"}  # the row's estimator -> compare.ppi.parts' `predict`
 JUDGE_SEED = 0
-JUDGE_RESAMPLES = 200  # the judge's agreement intervals only (printed); the judge itself does not depend on it
+JUDGE_RESAMPLES = 200  # the bootstrap of its agreement figures only: the judge itself does not depend on it
 
 
 @dataclass(frozen=True)
