@@ -17,11 +17,22 @@ rate of each verdict, and the decision error at margin m = 0.02 (`better` where 
 difference is <= 0, `worse` where it is >= m, in the metric's own direction; `holes` is not an
 error). Besides bm25_v1 against each candidate: unserved_first against bm25_v2.
 
+The audit's estimators (issue 32, item 5; bench/holes_audit.py): `ppi` and `audit_only` at
+audit sizes 50, 100, 200, 400 — a judge trained once per (collection, depth) on the golden set's
+revealed verdicts only, scoring the frame once; a fresh Poisson audit per resample (seed = the
+resample's index) labelled by the truth; compare's own `--holes ppi` estimator. Their rows add
+`audit_size`, `audited` (the mean realised size), `lam`, and on `ppi` rows `width_vs_audit_only`
+and `rho`.
+
 Writes bench/results/holes.json (`{"rows": [...], "on_golden": [...], "settings": {...}}`;
-`--quick`: holes-quick.json) and prints the table, naive's error beside bounds' coverage.
+`--quick`: holes-quick.json) and prints the tables: naive's error beside bounds' coverage; ppi's
+coverage, width, bias, ρ and decision error beside audit_only's and naive's.
 Goals: bounds' coverage >= 95% in every cell (met when its binomial interval reaches 95%);
 unserved_first against bm25_v2 on the demo, on the golden set as measured: `holes` under bounds
-where the naive verdict is `worse`, never `worse`. Exit 1 when a goal is missed.
+where the naive verdict is `worse`, never `worse`; ppi's coverage >= 93% at an audit of <= 200
+on the demo, every depth (SciFact: the smallest audit that covers); ppi >= 25% narrower than
+audit_only on the demo; ppi's |bias| within a quarter of its half-width; ppi's decision error
+<= 5% where naive's is above it. Exit 1 when a goal is missed.
 
 The runs go to a throwaway MLflow store, and rankings, embeddings and the measured runs to a
 cache, all under `--work` (default: the system's temporary folder), reused from one bench run
@@ -44,6 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from holes_audit import AUDIT_SIZES, audit_fields  # noqa: E402  (registers ppi and audit_only)
 from holes_collections import RETRIEVERS, SERVING, WORLDS, Measured, measure  # noqa: E402
 from holes_estimators import (  # noqa: E402
     ESTIMATORS,
@@ -64,6 +76,10 @@ METRICS = ("ndcg_at_10", "recall_at_10")
 CANDIDATES = tuple(r for r in RETRIEVERS if r != SERVING)
 EXTRA_PAIRS = (("bm25_v2", "unserved_first"),)  # the issue's goal: a candidate that serves the unserved
 MARGIN = 0.02
+PPI_COVERAGE = 0.93  # issue 32's goal: ppi covers (its binomial interval reaches this)...
+PPI_AUDIT = 200  # ...at an audit of at most this many documents on the demo world, every depth
+PPI_RATIO = 0.75  # ppi at least 25% narrower than audit_only at the same audit (demo)
+NOMINAL_ERROR = 1 - 0.95  # a decision error at or below the intervals' nominal level
 LEVEL = 0.95
 VERDICTS = ("better", "worse", "holes", "indistinguishable")  # and any other a cell gives (equivalent)
 SEED = 0
@@ -127,7 +143,8 @@ def summarise(estimates: list[Estimate], truth: float, higher_is_better: bool) -
 @dataclass(frozen=True)
 class Plan:
     """What one (collection, depth) resamples: the runs' records (rows cut to what compare
-    reads), the truth by golden qid, the golden set's qids, the pairs, metrics and estimators."""
+    reads), the truth by golden qid, the golden set's qids, the pairs, metrics and estimators,
+    and what the estimators prepared (`Estimator.prepare`)."""
 
     records: dict
     truth: dict[str, frozenset[str]]
@@ -136,6 +153,7 @@ class Plan:
     metrics: tuple[str, ...]
     seed: int
     estimators: dict
+    prepared: dict
 
 
 def estimates_of(plan: Plan, indices: range) -> list[tuple]:
@@ -147,10 +165,19 @@ def estimates_of(plan: Plan, indices: range) -> list[tuple]:
         drawn = {r: resample(record, names) for r, record in plan.records.items()}
         origin = dict(names)
         for p in plan.pairs:
-            sample = Sample(drawn[p[0]], drawn[p[1]], plan.metrics, plan.truth, origin)
+            sample = Sample(drawn[p[0]], drawn[p[1]], plan.metrics, plan.truth, origin, p, plan.prepared)
             for key, e in plan.estimators.items():
                 out += [(p, key, m, estimate) for m, estimate in e.fn(sample, index).items()]
     return out
+
+
+def prepare_all(estimators: dict, measured: Measured, pairs: list[tuple[str, str]], metrics: tuple[str, ...]) -> dict:
+    """Each distinct `Estimator.prepare` of `estimators` run once: its value by its name."""
+    prepared = {}
+    for e in estimators.values():
+        if e.prepare is not None and e.prepare.__name__ not in prepared:
+            prepared[e.prepare.__name__] = e.prepare(measured, pairs, metrics)
+    return prepared
 
 
 def _same(plan: Plan) -> Plan:
@@ -165,11 +192,13 @@ def simulate(
     seed: int = SEED,
     estimators: dict | None = None,
     jobs: int = 1,
+    prepared: dict | None = None,
 ) -> list[dict]:
     """Every cell of one (collection, depth): each pair × estimator × metric over `resamples`
     resamples of the golden set's queries (the same resamples for every pair and estimator),
     in chunks on `jobs` processes (`cortex_exp.parallel.ordered_map`: the rows do not depend on
-    how many)."""
+    how many). Each distinct `Estimator.prepare` runs once, before the resamples (`prepared`:
+    their values given, by name — a test's judge)."""
     from cortex_exp.console.progress import bar
     from cortex_exp.metrics import higher_is_better
     from cortex_exp.parallel import ordered_map, use_workers
@@ -178,7 +207,8 @@ def simulate(
     truth = measured.truth_sets()
     used = sorted({r for p in pairs for r in p})
     records = {r: cut_rows(measured.record(r), metrics) for r in used}
-    plan = Plan(records, truth, sorted(truth), pairs, metrics, seed, estimators)
+    prepared = prepare_all(estimators, measured, pairs, metrics) if prepared is None else prepared
+    plan = Plan(records, truth, sorted(truth), pairs, metrics, seed, estimators, prepared)
     truths = {(p, m): true_difference(records[p[0]], records[p[1]], truth, m) for p in pairs for m in metrics}
     chunks = [range(i, min(i + CHUNK, resamples)) for i in range(0, resamples, CHUNK)]
     cells: dict[tuple, list[Estimate]] = {}
@@ -197,7 +227,7 @@ def simulate(
         head = {"collection": measured.collection, "depth": measured.depth, "baseline": p[0], "candidate": p[1]}
         head |= {"estimator": e.name, **e.fields, "metric": m, "queries": len(plan.qids), "margin": MARGIN}
         rows.append(head | summarise(estimates, truths[(p, m)], higher_is_better(m)))
-    return rows
+    return audit_fields(rows)
 
 
 def on_golden(measured: Measured, pair: tuple[str, str]) -> list[dict]:
@@ -253,6 +283,37 @@ def table_of(rows: list[dict]) -> str:
     return table(headers, lines, keys=4, width=None)
 
 
+def audit_table(rows: list[dict]) -> str:
+    """One line per (collection, depth, pair, metric, audit size): the truth; ppi's coverage
+    (its binomial interval), width, bias and the bias over the half-width, decision error, ρ;
+    audit_only's coverage and width and ppi's width over it; naive's decision error beside
+    ppi's; the mean realised audit."""
+    from cortex_exp.console.tables import table
+
+    by: dict[tuple, dict[str, dict]] = {}
+    naive = {}
+    for r in rows:
+        cell = (r["collection"], r["depth"], f"{r['baseline']} → {r['candidate']}", r["metric"])
+        if r["estimator"] == "naive":
+            naive[cell] = r
+        elif "audit_size" in r:
+            by.setdefault((*cell, r["audit_size"]), {})[r["estimator"]] = r
+    lines = []
+    for key, cell in by.items():
+        p, a = cell["ppi"], cell["audit_only"]
+        ratio = "" if p["width_vs_audit_only"] is None else f"{p['width_vs_audit_only']:.3f}"
+        rho = "" if p["rho"] is None else f"{p['rho']:.3f}"
+        cp = f"[{p['coverage_low']:.3f}, {p['coverage_high']:.3f}]"
+        lines.append(
+            [*key, p["truth"], p["coverage"], cp, p["width"], p["bias"], abs(p["bias"]) / (p["width"] / 2)]
+            + [a["coverage"], a["width"], ratio, rho, p["decision_error"], naive[key[:4]]["decision_error"]]
+            + [round(p["audited"], 1)]
+        )
+    headers = ["collection", "k", "pair", "metric", "audit", "truth", "ppi cov", "95% CI", "ppi width", "ppi bias"]
+    headers += ["|bias|/half", "a-only cov", "a-only width", "width ratio", "rho", "ppi err", "naive err", "audited"]
+    return table(headers, lines, keys=5, width=None)
+
+
 def golden_table(golden: list[dict]) -> str:
     """Each pair on the golden set as measured: the truth, the naive and the bounded verdicts."""
     from cortex_exp.console.tables import table
@@ -288,6 +349,69 @@ def goals(rows: list[dict], golden: list[dict]) -> list[tuple[str, bool]]:
         text = f"unserved_first vs bm25_v2 on the demo: {len(turned)} of {len(naive_worse)} naive `worse` are `holes` "
         text += f"under bounds, {len(bad)} `worse` under bounds (metrics × depths: {len(demo)})"
         out.append((text, not bad and len(turned) == len(naive_worse)))
+    return out + audit_goals(rows)
+
+
+def where(r: dict) -> str:
+    return f"{r['collection']} k={r['depth']} {r['baseline']}→{r['candidate']} {r['metric']} audit {r['audit_size']}"
+
+
+def smallest_covering(cells: list[dict]) -> int | None:
+    """The smallest audit size at which every one of `cells` (ppi rows) covers: its binomial
+    interval reaches PPI_COVERAGE."""
+    for size in AUDIT_SIZES:
+        at = [r for r in cells if r["audit_size"] == size]
+        if at and all(r["coverage_high"] >= PPI_COVERAGE for r in at):
+            return size
+    return None
+
+
+def audit_goals(rows: list[dict]) -> list[tuple[str, bool]]:
+    """(what, met) of issue 32's goals for the `ppi` rows (none when there are none)."""
+    ppi = [r for r in rows if r["estimator"] == "ppi"]
+    if not ppi:
+        return []
+    out = []
+    for collection in dict.fromkeys(r["collection"] for r in ppi):
+        for depth in dict.fromkeys(r["depth"] for r in ppi if r["collection"] == collection):
+            cells = [r for r in ppi if (r["collection"], r["depth"]) == (collection, depth)]
+            size = smallest_covering(cells)
+            low = min((r for r in cells if r["audit_size"] == (size or max(AUDIT_SIZES))), key=lambda r: r["coverage"])
+            text = f"ppi coverage >= {PPI_COVERAGE:.0%} in every cell of {collection} k={depth}: smallest audit "
+            text += f"{size if size else 'none of ' + '/'.join(map(str, AUDIT_SIZES))} (lowest there "
+            text += f"{low['coverage']:.3f} [{low['coverage_low']:.3f}, {low['coverage_high']:.3f}] at {where(low)})"
+            goal = size is not None and size <= PPI_AUDIT if collection == "demo" else size is not None
+            out.append((text + ("" if collection == "demo" else " [SciFact: the size is the finding]"), goal))
+    demo = [r for r in ppi if r["collection"] == "demo" and r["width_vs_audit_only"] is not None]
+    if demo:
+        ratios = sorted(r["width_vs_audit_only"] for r in demo)
+        worst = max(demo, key=lambda r: r["width_vs_audit_only"])
+        text = f"ppi >= 25% narrower than audit_only on the demo at the same audit: width ratio <= {PPI_RATIO} in "
+        text += f"{sum(x <= PPI_RATIO for x in ratios)} of {len(ratios)} cells (min {ratios[0]:.3f}, median "
+        text += f"{ratios[len(ratios) // 2]:.3f}, max {worst['width_vs_audit_only']:.3f} at {where(worst)})"
+        out.append((text, ratios[-1] <= PPI_RATIO))
+    biased = [r for r in ppi if abs(r["bias"]) > r["width"] / 8]
+    worst = max(ppi, key=lambda r: abs(r["bias"]) / (r["width"] / 2) if r["width"] else 0.0)
+    text = f"ppi |bias| <= a quarter of the half-width: missed in {len(biased)} of {len(ppi)} cells (worst "
+    text += f"{abs(worst['bias']) / (worst['width'] / 2):.3f} at {where(worst)})"
+    out.append((text, not biased))
+    naive = {
+        (r["collection"], r["depth"], r["baseline"], r["candidate"], r["metric"]): r
+        for r in rows
+        if r["estimator"] == "naive"
+    }
+    err = [
+        (r, naive[(r["collection"], r["depth"], r["baseline"], r["candidate"], r["metric"])]["decision_error"])
+        for r in ppi
+    ]
+    above = [(r, n) for r, n in err if n > NOMINAL_ERROR]
+    bad = [(r, n) for r, n in above if r["decision_error"] > NOMINAL_ERROR]
+    worst_ppi = max((r["decision_error"] for r, _ in err), default=0.0)
+    by_size = {s: sum(r["audit_size"] == s for r, _ in bad) for s in AUDIT_SIZES}
+    text = f"ppi's decision error <= {NOMINAL_ERROR:.2f} where naive's is above it: naive above in {len(above)} "
+    text += f"cells × sizes, ppi above there in {len(bad)} (by audit size: "
+    text += ", ".join(f"{s}: {k}" for s, k in by_size.items()) + f"; ppi's highest anywhere {worst_ppi:.3f})"
+    out.append((text, not bad))
     return out
 
 
@@ -352,13 +476,19 @@ def main(argv: list[str] | None = None) -> int:
     at_start = machine()
     retrievers = (SERVING, *candidates)
     pairs = pairs_of(candidates)
-    rows, golden, seconds = [], [], {}
+    rows, golden, seconds, judges = [], [], {}, {}
     for collection in collections:
         world = WORLDS[collection](args.work)
         for depth in depths:
             started = time.monotonic()
             measured = measure(world, args.work, depth, retrievers)
-            rows += simulate(measured, pairs, metrics, resamples(collection), args.seed, jobs=args.jobs)
+            prepared = prepare_all(ESTIMATORS, measured, pairs, metrics)
+            if "judged" in prepared:
+                judges[f"{collection} k={depth}"] = prepared["judged"].judge
+                print(f"{collection} k={depth}: judge {json.dumps(prepared['judged'].judge)}", file=sys.stderr)
+            rows += simulate(
+                measured, pairs, metrics, resamples(collection), args.seed, jobs=args.jobs, prepared=prepared
+            )
             golden += [g for pair in pairs for g in on_golden(measured, pair)]
             seconds[f"{collection} k={depth}"] = round(time.monotonic() - started, 1)
             print(
@@ -376,6 +506,8 @@ def main(argv: list[str] | None = None) -> int:
         "seed": args.seed,
         "jobs": args.jobs,
         "seconds": seconds,
+        "judges": judges,
+        "audit_sizes": list(AUDIT_SIZES),
         "machine": at_start | {"load_1m_end": machine()["load_1m"]},
     }
     args.results.mkdir(parents=True, exist_ok=True)
@@ -383,8 +515,16 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps({"rows": rows, "on_golden": golden, "settings": settings}, indent=1) + "\n")
     print(table_of(rows))
     print()
+    if any("audit_size" in r for r in rows):
+        print(audit_table(rows))
+        print()
     print(golden_table(golden))
     print()
+    for key, j in judges.items():
+        print(
+            f"judge {key}: kappa {j['kappa']:.3f}, auc {j['auc']:.3f}, ece {j['ece']:.3f} (out of fold; "
+            f"{j['pairs']} revealed verdicts learned from, {j['frame']} frame documents scored)"
+        )
     met = goals(rows, golden)
     for text, ok in met:
         print(f"{'met' if ok else 'MISSED'}: {text}")

@@ -256,7 +256,8 @@ class Measured:
     """One (collection, depth): the golden set's id and queries, the truth of each of its
     queries (positive document ids), each retriever's run record (`tracking.fetch.RunRecord`
     as fields, its per-query rows included), and where the corpus, the serve log and the golden
-    set lie (what a judge trained on the revealed verdicts reads)."""
+    set lie, and the dense side's embedding cache (what a judge trained on the revealed verdicts
+    reads)."""
 
     collection: str
     depth: int
@@ -336,6 +337,7 @@ def run_all(world: World, place: Place, retrievers: tuple[str, ...], key: str) -
     served_first(runs[SERVING]["per_query"], place.depth)
     qids = [q.qid for q in golden.queries]
     paths = {"corpus": str(world.corpus), "serves": str(place.serves), "golden": str(place.golden)}
+    paths["embeddings"] = str(place.work / "cache" / "embeddings")  # where the dense runs keep them
     return Measured(world.name, place.depth, key, golden.golden_id, {q: sorted(truth[q]) for q in qids}, runs, paths)
 
 

@@ -11,9 +11,12 @@ estimators as a registry.
   (`compare.analysis.compare`, the path the command line calls: `--holes bounds --condensed`,
   `--ci t`, the two-run form), its `PairResult` read by every estimator.
 - `ESTIMATORS`: name -> `Estimator`, a function of (sample, resample index) giving, per metric,
-  an `Estimate` (value, interval, verdict, and any figure of its own in `extra`), and the fields
-  that name its rows (`fields`: an audit size, for one). `naive`, `condensed`, `bounds` are
-  registered here; another (an audit, prediction-powered) is one more `register` call.
+  an `Estimate` (value, interval, verdict, and any figure of its own in `extra`), the fields
+  that name its rows (`fields`: an audit size, for one), and what it needs once per
+  (collection, depth) before any resample (`prepare(measured, pairs, metrics)`: a judge's
+  scores, say; the simulator computes each distinct `prepare` once and hands its value to
+  every sample as `sample.prepared[<its name>]`). `naive`, `condensed`, `bounds` are registered here; the
+  audit's estimators (`ppi`, `audit_only`) in bench/holes_audit.py, by the same `register`.
 """
 
 from __future__ import annotations
@@ -119,13 +122,24 @@ class Estimate:
 @dataclass
 class Sample:
     """One pair (`base` the baseline, `candidate`) on one resample, with the truth of every
-    query (`truth`, by the golden set's qid) and each resampled qid's golden qid (`origin`)."""
+    query (`truth`, by the golden set's qid), each resampled qid's golden qid (`origin`), the
+    pair's retriever names (`pair`), what the estimators prepared (`prepared`, by the name of
+    the `prepare` function) and a memo for work several estimators share on this sample."""
 
     base: object
     candidate: object
     metrics: tuple[str, ...]
     truth: dict[str, frozenset[str]]
     origin: dict[str, str]
+    pair: tuple[str, str] = ("", "")
+    prepared: dict = field(default_factory=dict)
+    memo: dict = field(default_factory=dict)
+
+    def shared(self, key, make: Callable[[], object]):
+        """`make()` once per sample under `key` (the audit of a size, read by ppi and audit_only)."""
+        if key not in self.memo:
+            self.memo[key] = make()
+        return self.memo[key]
 
     @cached_property
     def outcome(self):
@@ -136,12 +150,15 @@ class Sample:
 
 @dataclass(frozen=True)
 class Estimator:
-    """A registered estimator: its name (the rows' `estimator`), its function, and the fields
-    that tell its rows apart beyond the name (`{"audit_size": 50}`)."""
+    """A registered estimator: its name (the rows' `estimator`), its function, the fields that
+    tell its rows apart beyond the name (`{"audit_size": 50}`), and what it needs prepared once
+    per (collection, depth): `prepare(measured, pairs, metrics)`, its value read as
+    `sample.prepared[prepare.__name__]`."""
 
     name: str
     fn: Callable[[Sample, int], dict[str, Estimate]]
     fields: dict = field(default_factory=dict)
+    prepare: Callable | None = None
 
     @property
     def key(self) -> str:
@@ -151,11 +168,11 @@ class Estimator:
 ESTIMATORS: dict[str, Estimator] = {}
 
 
-def register(name: str, fields: dict | None = None):
+def register(name: str, fields: dict | None = None, prepare: Callable | None = None):
     """Register the decorated function of (sample, index) as the estimator `name`."""
 
     def add(fn):
-        e = Estimator(name, fn, dict(fields or {}))
+        e = Estimator(name, fn, dict(fields or {}), prepare)
         if e.key in ESTIMATORS:
             raise ValueError(f"estimator {e.key!r} is registered twice")
         ESTIMATORS[e.key] = e

@@ -16,7 +16,8 @@ SCRIPTS = [
     "encoder_backends.py",  # issue 14: torch vs ONNX on SciFact
     "trace_import.py",  # issue 18: a golden set from 10k MLflow traces beside a bare search_traces pass
     "lucene.py",  # issue 21: Anserini (Lucene) index + search beside import-beir + the core run
-    "holes.py",  # issue 31: the simulator that knows the truth (~30 min cached; a first run encodes SciFact too)
+    "holes.py",  # issues 31-32: the simulator that knows the truth (~50 min cached at load 5; a first run encodes too)
+    "judge.py",  # issue 32: the judge trained and scoring 100k pairs (after holes.py: its embedding cache)
     "scale.py",  # issue 14: 10k/100k/1M synthetic documents (the longest: 15-20 minutes on 2 cores)
 ]
 

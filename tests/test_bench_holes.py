@@ -33,17 +33,19 @@ def bench():
 
 
 def toy_world(root: Path, collections):
-    """48 documents (8 a topic) and 18 tasks (3 a topic); a task's positives: the first 4
+    """48 documents (8 a topic) and 18 tasks (3 a topic), the first three topics in project p,
+    the others in q (a judge's cross-fitting needs two); a task's positives: the first 4
     documents of its topic and one document of the next topic."""
     rng = random.Random(3)
     docs, tasks, positives = [], [], {}
     for t, topic in enumerate(TOPICS):
+        project = "p" if t < 3 else "q"
         for i in range(8):
             words = " ".join(rng.choice(TOPICS) for _ in range(3))
             text = f"{topic} {topic} note {i} about {words} and {'fix' if i < 4 else 'history'}"
-            docs.append(doc(f"{topic}-{i}", f"{topic} card {i}", text, project="p"))
+            docs.append(doc(f"{topic}-{i}", f"{topic} card {i}", text, project=project))
         for j in range(3):
-            task = collections.Task("p", f"{topic} fix number {j}")
+            task = collections.Task(project, f"{topic} fix number {j}")
             tasks.append(task)
             positives[task] = frozenset({f"{topic}-{i}" for i in range(4)} | {f"{TOPICS[(t + 1) % 6]}-{j}"})
     corpus = write_jsonl(root / "corpus.jsonl", docs)
@@ -127,6 +129,89 @@ def test_an_estimator_plugs_in_with_fields_and_figures_of_its_own(bench, measure
         assert (r["estimator"], r["audit_size"], r["audited"]) == ("fixed", 7, 0.5)
         assert (r["coverage"], r["width"], r["bias"]) == (1.0, 20.0, -r["truth"])
         assert r["decision_error"] == 0.0 and r["verdicts"]["indistinguishable"] == 1.0
+
+
+def hand_audit(m, pair, picks, size, index, scores):
+    """The audit `golden audit` would draw on the resampled queries, by the library's own frame,
+    π and draw, each drawn document labelled by the truth: (rows A, rows B, qids, AuditData)."""
+    import numpy as np
+
+    from cortex_exp.compare.ppi import AuditData
+    from cortex_exp.golden.audit import draw, frame_of, inclusion
+
+    golden = sorted(m.truth)
+    full = [{r["qid"]: r for r in m.record(x).per_query} for x in pair]
+    seen: dict[str, int] = {}
+    qids, origin = [], {}
+    for i in picks:
+        q = golden[i]
+        seen[q] = seen.get(q, 0) + 1
+        qids.append(q if seen[q] == 1 else f"{q}#{seen[q]}")
+        origin[qids[-1]] = q
+    rows_a, rows_b = ({q: {**rows[origin[q]], "qid": q} for q in qids} for rows in full)
+    frame = frame_of(rows_a, rows_b, qids)
+    pi, _, _ = inclusion(np.asarray([f.weight for f in frame]), size)
+    hit = draw(pi, index)
+    keys = [(f.qid, f.doc_id) for f in frame]
+    labels = {k: "positive" if k[1] in m.truth[origin[k[0]]] else "noise" for k, h in zip(keys, hit) if h}
+    audit = AuditData("hand", {k: scores(origin[k[0]], k[1]) for k in keys}, dict(zip(keys, pi.tolist())), labels)
+    return rows_a, rows_b, qids, audit
+
+
+def test_the_ppi_rows_read_the_judges_scores_and_an_audit_labelled_by_the_truth(bench, measured):
+    """The judge learns the revealed verdicts only; on resample 0, each ppi / audit_only
+    estimate is compare's `--holes ppi` estimator on the audit drawn by hand (seed 0, the
+    library's frame of the resampled rows, labels from the truth, the judge's scores): a bench
+    that gave the estimator the truth as ĝ, or labels from the judge, fails here."""
+    import numpy as np
+    from fake_encoder import FakeEncoder
+
+    from cortex_exp.compare import ppi, stats
+    from cortex_exp.golden.load import load_golden
+
+    holes, _, estimators = bench
+    import holes_audit
+
+    world, m, _ = measured
+    pair = ("bm25_v1", "unserved_first")
+    judged = holes_audit.judged(m, [pair], METRICS, encoder=FakeEncoder(keywords=TOPICS))
+    golden = load_golden(m.paths["golden"])
+    assert judged.judge["pairs"] == len(golden.judgments)  # every revealed verdict, nothing else
+    judged_keys = {(j.qid, j.doc_id) for j in golden.judgments}
+    assert judged.scores and not judged_keys & set(judged.scores)  # it scores the holes only
+    seen: dict = {}
+
+    def recorded(e):
+        def fn(sample, index):
+            out = e.fn(sample, index)
+            seen[(e.name, index)] = out
+            return out
+
+        return estimators.Estimator(e.name, fn, e.fields, e.prepare)
+
+    chosen = {k: recorded(holes.ESTIMATORS[k]) for k in ("ppi audit_size=50", "audit_only audit_size=50")}
+    rows = holes.simulate(m, [pair], METRICS, 3, seed=5, estimators=chosen, prepared={"judged": judged})
+    assert {(r["estimator"], r["audit_size"]) for r in rows} == {("ppi", 50), ("audit_only", 50)}
+    picks = estimators.draw(len(m.truth), 5, 0)
+    truth_score = lambda q, d: 1.0 if d in m.truth[q] else 0.0  # noqa: E731 (the wrong wiring)
+    for scores in (lambda q, d: judged.scores[(q, d)], truth_score):
+        rows_a, rows_b, qids, audit = hand_audit(m, pair, picks, 50, 0, scores)
+        assert audit.labels  # the audit drew documents, labelled from the truth
+        for estimator, predict in (("ppi", "judge"), ("audit_only", "audit_only")):
+            for name in METRICS:
+                hand = ppi.estimate(
+                    ppi.parts(ppi.table(name, rows_a, rows_b, qids), audit, predict), "t", stats.Draw(None, 0, "")
+                )
+                got = seen[(estimator, 0)][name]
+                same = np.isclose(got.value, hand.diff, atol=1e-12) and np.isclose(got.low, hand.interval.low)
+                # the judge's scores give the bench's figure; the truth as ĝ gives another (ppi)
+                assert same == (scores is not truth_score or estimator == "audit_only"), (estimator, name)
+                assert got.extra["audited"] == len(audit.labels)
+    by = {(r["estimator"], r["metric"]): r for r in rows}
+    for name in METRICS:
+        p, a = by[("ppi", name)], by[("audit_only", name)]
+        assert p["width_vs_audit_only"] == pytest.approx(p["width"] / a["width"])
+        assert p["rho"] == pytest.approx(judged.rho[(pair, name)]) and -1.0 < p["rho"] < 1.0
 
 
 def test_rows_cut_to_what_compare_reads_give_the_same_comparison(bench, measured):

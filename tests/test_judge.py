@@ -181,6 +181,16 @@ def test_a_set_without_projects_folds_by_query(built):
     assert f"{len(golden.queries)} queries in 5 folds by query" in trained.summary()
 
 
+def test_a_set_of_one_project_folds_by_query(built):
+    """A team whose serves all come from one repository: holding out its only project would leave
+    nothing to learn from (it was exit 2, "at least 2 groups"); it folds by query instead."""
+    golden_dir, corpus = built
+    golden = load_golden(golden_dir)
+    one = dataclasses.replace(golden, queries=[dataclasses.replace(q, project="repo") for q in golden.queries])
+    trained = trained_on(golden_dir, corpus, one)
+    assert trained.data.group_by == "query" and set(trained.data.groups) == set(trained.data.qids)
+
+
 # --- cross-fitting -------------------------------------------------------------------------------
 
 

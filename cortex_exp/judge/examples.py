@@ -10,7 +10,8 @@ noise — except:
   left out and counted.
 
 Each pair belongs to a **group**, what cross-fitting holds out together: its query's project, or
-its query when the golden set names no project (a BEIR import). A golden set that names projects
+its query when the golden set names fewer than two projects (a BEIR import; a team whose serves
+all come from one project — holding out the only project would leave nothing to learn from). A golden set that names projects
 for some queries only puts the others in one group of their own (`NO_PROJECT`).
 """
 
@@ -69,7 +70,7 @@ def training_set(golden: GoldenSet, corpus: Corpus) -> TrainingSet:
     """The golden set's judgments as training pairs (audit judgments and documents not in the
     corpus left out); exit 2 when what is left lacks either label or has fewer than 2 groups."""
     queries = {q.qid: q for q in golden.queries}
-    by_project = any(q.project is not None for q in golden.queries)
+    by_project = len({q.project for q in golden.queries if q.project is not None}) > 1
     pairs, qids, labels, groups = [], [], [], []
     audit = missing = 0
     for j in sorted(golden.judgments, key=lambda j: (j.qid, j.doc_id)):
