@@ -11,8 +11,9 @@ noise — except:
 
 Each pair belongs to a **group**, what cross-fitting holds out together: its query's project, or
 its query when the golden set names fewer than two projects (a BEIR import; a team whose serves
-all come from one project — holding out the only project would leave nothing to learn from). A golden set that names projects
-for some queries only puts the others in one group of their own (`NO_PROJECT`).
+all come from one project — holding out the only project would leave nothing to learn from).
+A golden set that names projects for some queries only puts the others in one group of their
+own (`NO_PROJECT`).
 """
 
 from __future__ import annotations
