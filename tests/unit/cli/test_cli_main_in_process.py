@@ -13,6 +13,7 @@ import signal
 import sys
 
 from support.lifecycle import data_args, tiny_dataset
+from support.stores import sqlite_store
 
 from cortex_exp.cli.main import main
 from cortex_exp.logs import ConsoleHandler
@@ -25,7 +26,7 @@ def test_a_run_in_process_leaves_signals_and_logging_as_they_were(tmp_path, caps
     before = signal.signal(signal.SIGINT, mine)
     try:
         data = tiny_dataset(tmp_path / "data")
-        code = main(["row=core", "retriever=bm25_v1", *data_args(data, f"sqlite:///{tmp_path}/mlflow.db")])
+        code = main(["row=core", "retriever=bm25_v1", *data_args(data, sqlite_store(tmp_path))])
         out, err = capsys.readouterr()
         assert code == 0, err
         assert out.strip().splitlines()[-1].startswith("run_id: ")

@@ -13,6 +13,7 @@ import json
 
 import pytest
 from support.cli import compose
+from support.stores import sqlite_store
 from support.tiny import TINY_DOCS, TINY_SERVES, write_jsonl
 
 from cortex_exp.data.corpus import load_corpus
@@ -91,7 +92,7 @@ def test_the_benchmark_runs_on_a_minimal_corpus(tmp_path, capsys):
     serves = write_jsonl(tmp_path / "serves.jsonl", TINY_SERVES)
     golden = tmp_path / "golden"
     assert golden_main(["build", "--corpus", str(corpus), "--serves", str(serves), "--out", str(golden)]) == 0
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = sqlite_store(tmp_path)
     overrides = ["data=files", f"data.corpus={corpus}", f"data.golden={golden}", f"data.serves={serves}"]
     outcome = benchmark.run(compose([*overrides, f"mlflow.tracking_uri={uri}"]))
     assert outcome.tags["kind"] == "benchmark" and outcome.tags["corpus_fingerprint"] == by_hand(MINIMAL)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from support.disk import fill, small_disk
 from support.servers import free_port, mlflow_server
+from support.stores import sqlite_store
 from support.tiny import RETRY, TINY_DOCS, TINY_SERVES, write_jsonl
 from support.trace_log import T0, log_serve_at, new_experiment, write_corpus
 
@@ -148,7 +149,7 @@ def test_a_uri_with_credentials_that_does_not_answer_never_prints_the_password(t
 
 @pytest.mark.slow
 def test_a_uri_with_credentials_is_read_as_mlflows_client_reads_it(tmp_path, capsys, monkeypatch):
-    with mlflow_server(f"sqlite:///{tmp_path}/server.db", tmp_path / "artifacts", tmp_path / "mlflow.log") as url:
+    with mlflow_server(sqlite_store(tmp_path, "server.db"), tmp_path / "artifacts", tmp_path / "mlflow.log") as url:
         exp = new_experiment(url, "agent")
         log_serve_at(exp, T0, "Fix the build")
         with_credentials = url.replace("http://", f"http://alice:{PASSWORD}@")

@@ -14,6 +14,7 @@ import json
 import pytest
 from mlflow.tracking import MlflowClient
 from support.servers import mlflow_server
+from support.stores import sqlite_store
 from support.trace_log import T0, log_serve_at, new_experiment, start_serve, write_corpus
 
 import cortex_exp.tracking.traces as traces
@@ -22,7 +23,7 @@ from cortex_exp.golden.__main__ import main
 
 @pytest.fixture
 def store(tmp_path):
-    return f"sqlite:///{tmp_path}/mlflow.db", write_corpus(tmp_path / "corpus.jsonl")
+    return sqlite_store(tmp_path), write_corpus(tmp_path / "corpus.jsonl")
 
 
 def between_pages(monkeypatch, page: int, act) -> list[int]:
@@ -132,5 +133,5 @@ def test_a_page_whose_traces_share_one_request_time_grows(store, tmp_path, monke
 
 @pytest.mark.slow
 def test_an_mlflow_server_read_while_a_retention_job_deletes(tmp_path, monkeypatch):
-    with mlflow_server(f"sqlite:///{tmp_path}/server.db", tmp_path / "artifacts", tmp_path / "mlflow.log") as url:
+    with mlflow_server(sqlite_store(tmp_path, "server.db"), tmp_path / "artifacts", tmp_path / "mlflow.log") as url:
         deleted_behind_the_read(url, write_corpus(tmp_path / "corpus.jsonl"), tmp_path / "golden", monkeypatch)

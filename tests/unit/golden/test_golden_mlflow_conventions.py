@@ -15,6 +15,7 @@ import pytest
 from mlflow.entities import AssessmentSource, Document, SpanType
 from mlflow.tracking import MlflowClient
 from support import mlflow_docs_app as app
+from support.stores import sqlite_store
 
 from cortex_exp.golden.__main__ import main
 
@@ -41,7 +42,7 @@ def build(uri, out, experiment, *extra) -> int:
 
 
 def test_an_app_traced_as_mlflows_docs_show_builds_its_golden_set_with_no_map(tmp_path):
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = sqlite_store(tmp_path)
     judged = app.run(uri, "rag-app")
     expected = {
         q: {uri: "positive" if v == "yes" else "noise" for uri, v in values.items()}
@@ -64,7 +65,7 @@ def test_an_app_traced_as_mlflows_docs_show_builds_its_golden_set_with_no_map(tm
 
 
 def test_verdicts_in_a_shape_not_read_are_exit_2_naming_what_was_found(tmp_path, capsys):
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = sqlite_store(tmp_path)
     mlflow.set_tracking_uri(uri)
     mlflow.set_experiment("graded")
     for question in ("How does tracing record an agent span?", "How do I override a judge's feedback?"):
@@ -86,7 +87,7 @@ def test_verdicts_in_a_shape_not_read_are_exit_2_naming_what_was_found(tmp_path,
 
 
 def test_a_root_input_the_conventions_do_not_find_is_exit_2_listing_what_the_traces_hold(tmp_path, capsys):
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = sqlite_store(tmp_path)
     mlflow.set_tracking_uri(uri)
     mlflow.set_experiment("two-texts")
 

@@ -18,6 +18,7 @@ import mlflow
 from mlflow.entities import AssessmentSource, Document, SpanType
 from support import ROOT
 from support.otlp_files import serve_spans, trace_ids, verdict_event, write_requests
+from support.stores import sqlite_store
 from support.trace_log import T0, write_corpus
 
 from cortex_exp.golden.__main__ import main
@@ -81,7 +82,7 @@ def test_a_serve_id_on_two_lines_of_a_mapped_log_keeps_the_later_record(tmp_path
 
 
 def test_traces_sharing_a_client_request_id_are_one_serve_the_later_winning(tmp_path):
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = sqlite_store(tmp_path)
     corpus = write_corpus(tmp_path / "corpus.jsonl")
     mlflow.set_tracking_uri(uri)
     mlflow.set_experiment("agent")

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 import pytest
 from mlflow.tracking import MlflowClient
 from support.otlp_files import serve_spans, verdict_event, write_requests
+from support.stores import sqlite_store
 from support.trace_log import T0, log_serve_at, new_experiment, write_corpus
 
 from cortex_exp.golden.__main__ import main
@@ -36,7 +37,7 @@ def tasks(out) -> list[str]:
 
 @pytest.fixture
 def store(tmp_path):
-    return f"sqlite:///{tmp_path}/mlflow.db", write_corpus(tmp_path / "corpus.jsonl")
+    return sqlite_store(tmp_path), write_corpus(tmp_path / "corpus.jsonl")
 
 
 def from_mlflow(uri, corpus, out, experiment, *extra) -> int:

@@ -18,6 +18,7 @@ from mlflow.entities import AssessmentSource, Document, SpanType
 from mlflow.tracking import MlflowClient
 from support import ROOT
 from support.otlp_files import serve_spans, verdict_event, write_requests
+from support.stores import sqlite_store
 from support.trace_log import T0, write_corpus
 
 from cortex_exp.golden.__main__ import main, parser
@@ -32,7 +33,7 @@ def store(tmp_path_factory):
     """Serves tagged env prod / dev, retrieved by a span named `search` or `lookup`, one ending in
     an error; each verdict given by a person and by an LLM judge (on different documents)."""
     root = tmp_path_factory.mktemp("names")
-    uri = f"sqlite:///{root}/mlflow.db"
+    uri = sqlite_store(root)
     mlflow.set_tracking_uri(uri)
     exp = mlflow.set_experiment("names").experiment_id
 

@@ -22,6 +22,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import cohen_kappa_score, roc_auc_score
 from sklearn.preprocessing import StandardScaler
 from support.fake_encoder import KEYWORDS, FakeEncoder
+from support.stores import sqlite_store
 from support.tiny import doc, serve, write_jsonl
 
 from cortex_exp.data.corpus import load_corpus
@@ -83,8 +84,8 @@ def built(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def uri(tmp_path_factory):
-    """One tracking store for the module's commands (making a sqlite store takes seconds)."""
-    return f"sqlite:///{tmp_path_factory.mktemp('store')}/mlflow.db"
+    """One tracking store for the module's commands."""
+    return sqlite_store(tmp_path_factory.mktemp("store"))
 
 
 @pytest.fixture(scope="module")
@@ -370,7 +371,7 @@ def test_a_golden_set_of_positives_only_is_exit_2(tmp_path, uri, capsys):
 def test_the_demo_golden_set_with_the_packaged_model(demo_dir, tmp_path, capsys):
     """The real encoder on the demo's verdicts: the judge agrees with held-out projects' verdicts
     better than chance, and its loaded form scores as it was trained."""
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = sqlite_store(tmp_path)
     code = main(["train", str(demo_dir / "golden/demo"), "--tracking-uri", uri])
     out, err = capsys.readouterr()
     assert code == 0, err
