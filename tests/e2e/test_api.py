@@ -285,9 +285,8 @@ def test_plan_is_the_plan_create_records_and_a_decision_draws_itself(store, caps
 def test_build_golden_reads_every_source_as_the_command_does(tmp_path):
     """Serves, a team's JSONL through a map, an MLflow experiment's traces, OTLP files with their
     annotations, a BEIR collection: the API's set is the command's, file for file."""
+    from support.formats import LANGFUSE, beir_collection, langfuse_export
     from support.tracedemo import DEMO_SLICE, assert_same_golden, demo_log, replay, write_otlp
-    from test_golden import beir_collection
-    from test_traces_map import LANGFUSE, langfuse_export
 
     from cortex_exp.golden.__main__ import main as golden_cli
 

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from support.cli import run_cli, run_main
+from support.formats import beir_collection
 from support.tiny import TINY_DOCS, TINY_SERVES, write_jsonl
 
 from cortex_exp.data.corpus import load_corpus
@@ -125,18 +126,6 @@ def test_import_beir(tmp_path):
     assert g.manifest["filters"]["no_positive"] == 2 and g.manifest["filters"]["retired_positive"] == 1
     corpus = load_corpus(tmp_path / "out" / "corpus.jsonl")
     assert corpus.by_id["d1"].kind == "document" and corpus.by_id["d1"].project is None
-
-
-def beir_collection(folder, n: int):
-    """A BEIR collection of `n` documents: odd characters, metadata.project, no title, blank lines."""
-    rows = [{"_id": f"d{i}", "title": f'T\u00e9 {i} "q"', "text": "w " * (i % 13) + "\u2028\x01"} for i in range(n)]
-    rows[3] = {"_id": "d3", "text": "no title", "metadata": {"project": "p1"}}
-    folder.mkdir()
-    text = "\n".join(json.dumps(r) for r in rows) + "\n\n"
-    (folder / "corpus.jsonl").write_text(text)
-    write_jsonl(folder / "queries.jsonl", [{"_id": "q1", "text": "w"}])
-    (folder / "qrels.tsv").write_text("q1\td3\t1\nq1\td7\t0\n")
-    return rows
 
 
 def test_the_import_writes_what_write_corpus_writes_on_one_worker_or_two(tmp_path, monkeypatch):

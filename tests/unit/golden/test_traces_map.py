@@ -5,45 +5,11 @@ examples/maps/langfuse.yaml, exactly the set serves.jsonl builds; a map that is 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from support import ROOT
+from support.formats import LANGFUSE, langfuse_export
 from support.tracedemo import assert_same_golden, demo_log
 
 from cortex_exp.golden.__main__ import main
-
-LANGFUSE = ROOT / "examples" / "maps" / "langfuse.yaml"
-
-
-def langfuse_export(serves: Path, out: Path, numeric: bool = False) -> Path:
-    """Each serve as a Langfuse-style trace: RETRIEVER observations, verdicts as scores."""
-    with out.open("w") as fh:
-        for n, line in enumerate(serves.read_text().splitlines()):
-            s = json.loads(line)
-            steps = [("always_served", [i for i in s["items"] if i["channel"] == "always"]),
-                     ("search", [i for i in s["items"] if i["channel"] != "always"])]  # fmt: skip
-            observations, scores = [], []
-            for k, (name, items) in enumerate(steps):
-                obs = f"obs-{n}-{k}"
-                documents = [{"id": i["doc_id"], "metadata": {"channel": i["channel"]}} for i in items]
-                observations.append({"id": obs, "type": "RETRIEVER", "name": name, "output": {"documents": documents}})
-                scores += [
-                    {
-                        "name": "verdict",
-                        "observationId": obs,
-                        "dataType": "CATEGORICAL",
-                        "stringValue": i["verdict"],
-                        "source": "ANNOTATION",
-                        "metadata": {"doc_id": i["doc_id"]},
-                    }  # fmt: skip
-                    for i in items
-                    if i["verdict"] is not None
-                ]
-            trace = {"id": f"lf-{n}", "timestamp": s["ts"], "name": "serve", "input": {"task": s["task"]},
-                     "metadata": {"project": s["project"], "serve_id": s["serve_id"]},
-                     "observations": observations, "scores": scores}  # fmt: skip
-            fh.write(json.dumps(trace) + "\n")
-    return out
 
 
 def test_a_langfuse_export_through_the_example_map_builds_the_jsonl_golden_set(tmp_path):
