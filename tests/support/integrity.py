@@ -1,4 +1,4 @@
-"""The harness of the integrity tables (tests/test_integrity_table.py, test_integrity_disk.py):
+"""The harness of the integrity tables (tests/unit/test_integrity_table.py, test_integrity_disk.py):
 the commands a case runs (in this process through the entry functions and `run_cli`, or in a
 process of its own), the ways to break an input file, and what a case checks afterwards (the runs
 it created, every input file left as it was)."""
@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from embedding_server import EmbeddingServer
-
 from cortex_exp.errors import run_cli
 from cortex_exp.golden.build import build_from_files
 from support import ROOT
 from support.cli import compose_cfg, new_process, run_main
+from support.embedding_server import EmbeddingServer
 from support.tiny import TINY_DOCS, TINY_SERVES, write_jsonl
 
 # --- the commands ------------------------------------------------------------------------------
