@@ -165,7 +165,7 @@ def test_the_ppi_rows_read_the_judges_scores_and_an_audit_labelled_by_the_truth(
     library's frame of the resampled rows, labels from the truth, the judge's scores): a bench
     that gave the estimator the truth as ĝ, or labels from the judge, fails here."""
     import numpy as np
-    from fake_encoder import FakeEncoder
+    from support.fake_encoder import FakeEncoder
 
     from cortex_exp.compare import ppi, stats
     from cortex_exp.golden.load import load_golden

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from support.formats import LANGFUSE, langfuse_export
 from support.tiny import TINY_DOCS, serve, write_jsonl
-from test_traces_map import LANGFUSE, langfuse_export
 
 from cortex_exp import api
 from cortex_exp.golden.__main__ import main

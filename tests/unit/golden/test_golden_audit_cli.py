@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fake_encoder import FakeEncoder
-from lifecycle import migrated_store, store_from
+from support.fake_encoder import FakeEncoder
 from support.holes_world import KS, TOPICS, measure, queries, toy_world
+from support.lifecycle import migrated_store, store_from
 
 from cortex_exp.compare.cli import main as compare_main
 from cortex_exp.compare.ppi import covers

@@ -248,8 +248,8 @@ def test_a_ppi_plan_without_its_audit_leaves_the_pair_open_and_decides_it_with_t
     cause audit (recorded, not the pair's decision); an audit drawn otherwise than the plan fixed
     is void; the audit the plan fixed decides, with the audit size its residuals would have
     needed; then the pair is decided."""
-    from lifecycle import migrated_store, store_from
     from support.holes_world import measure, toy_world
+    from support.lifecycle import migrated_store, store_from
 
     from cortex_exp.tracking.fetch import connect, fetch_run
 
