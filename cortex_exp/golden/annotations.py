@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from cortex_exp.data.jsonl import Problems, iter_jsonl
+from cortex_exp.errors import InputError
 
 _IN_TRACE = re.compile(r"^(annotations|evaluations)\.(\d+)\.(annotation|evaluation)\.(\w+)$")
 _GENAI = "gen_ai.evaluation.result"
@@ -75,31 +76,40 @@ def in_trace(attrs: dict, span_id: str) -> list[dict]:
     for _, a in sorted(found.items()):
         if not isinstance(a.get("name"), str):
             continue
-        meta = _object(a.get("metadata"))
+        meta = _object(a.get("metadata"), f"span {span_id}: annotation {a['name']!r}'s metadata")
         value = a.get("label", a.get("score"))
         out.append(feedback(a["name"], span_id, value, document_of(meta), a.get("annotator_kind"), None,
                             "in_trace_annotation"))  # fmt: skip
     return out
 
 
-def _object(text) -> dict:
+def _object(text, what: str) -> dict:
+    """An in-trace annotation's metadata (a JSON object, or its text); none is {}. Anything else is
+    exit 2 naming it: the document it names would otherwise be lost without a word."""
+    if text is None or text == "":
+        return {}
     try:
         found = json.loads(text) if isinstance(text, str) else text
-    except ValueError:
-        return {}
-    return found if isinstance(found, dict) else {}
+    except ValueError as exc:
+        raise InputError(f"{what}: not JSON ({exc}): {str(text)[:80]!r}") from None
+    if not isinstance(found, dict):
+        raise InputError(f"{what}: expected a JSON object, got {type(found).__name__}")
+    return found
 
 
 def _own_time(obj: dict) -> int | None:
-    """An annotation's own time (Phoenix: `updated_at`, else `created_at`, ISO-8601), in ms."""
+    """An annotation's own time (Phoenix: `updated_at`, else `created_at`, ISO-8601), in ms; None
+    when it has none. A time that does not parse raises ValueError naming the field (the reader
+    reports it at its line: an annotation placed by a misread time would win or lose wrongly)."""
     for key in ("updated_at", "created_at"):
         text = obj.get(key)
-        if isinstance(text, str):
-            try:
-                ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
-            except ValueError:
-                return None
-            return int((ts if ts.tzinfo else ts.replace(tzinfo=UTC)).timestamp() * 1000)
+        if text is None:
+            continue
+        try:
+            ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except (AttributeError, ValueError):
+            raise ValueError(f"field {key!r} must be an ISO-8601 time, got {text!r}") from None
+        return int((ts if ts.tzinfo else ts.replace(tzinfo=UTC)).timestamp() * 1000)
     return None
 
 
@@ -120,8 +130,12 @@ def read_annotations(path: Path, hex_id) -> dict[str, list[dict]]:
             continue
         span_id = hex_id(obj["span_id"], f"{path}:{line}")
         name = obj.get("name") if isinstance(obj.get("name"), str) else "verdict"
-        note = feedback(name, span_id, value, document_of(obj), obj.get("annotator_kind"), _own_time(obj),
-                        "annotation_file")  # fmt: skip
+        try:
+            own = _own_time(obj)
+        except ValueError as exc:
+            problems.add(line, str(exc))
+            continue
+        note = feedback(name, span_id, value, document_of(obj), obj.get("annotator_kind"), own, "annotation_file")
         out[span_id].append({**note, "_where": f"{path}:{line}"})
     problems.raise_if_any("the annotations file")
     return out

@@ -15,6 +15,7 @@ import json
 import re
 
 import mlflow
+import pytest
 from mlflow.entities import AssessmentSource, Document, SpanType
 from support import ROOT
 from support.otlp_files import serve_spans, trace_ids, verdict_event, write_requests
@@ -166,6 +167,32 @@ def test_an_annotation_is_placed_by_its_own_time_else_the_annotation_file_wins(t
     }
     dropped = manifest(out)["source"]["dropped"]
     assert dropped == {"unknown_span": {"count": 1, "examples": [f"{tmp_path / 'notes.jsonl'}:4"]}}
+
+
+def test_an_annotation_time_that_does_not_parse_is_exit_2_at_its_line(tmp_path, capsys):
+    """A misread time would place a person's verdict wrongly (it was taken as no time at all)."""
+    corpus = write_corpus(tmp_path / "corpus.jsonl")
+    otlp = write_requests(tmp_path / "traces.jsonl", serve_spans(1, T0 * NS, "Fix the build", ("d1", "d2")))
+    _, _, search = trace_ids(1)
+    note = {"span_id": search, "document_position": 0, "label": "noise", "updated_at": "yesterday"}
+    (tmp_path / "notes.jsonl").write_text(json.dumps(note) + "\n")
+    args = ["build", "--from", "otlp", str(otlp), "--annotations", str(tmp_path / "notes.jsonl")]
+    assert main([*args, "--corpus", str(corpus), "--out", str(tmp_path / "golden")]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'notes.jsonl'}:1" in err and "'updated_at' must be an ISO-8601 time" in err
+
+
+def test_in_trace_annotation_metadata_that_is_not_a_json_object_is_exit_2_naming_the_span():
+    from cortex_exp.errors import InputError
+    from cortex_exp.golden.annotations import in_trace
+
+    key = "annotations.0.annotation."  # OpenInference's in-trace form
+    plain = {key + "name": "verdict", key + "label": "noise"}
+    assert in_trace(plain, "s1")  # no metadata: read
+    with pytest.raises(InputError, match="span s1: annotation 'verdict'"):
+        in_trace({**plain, key + "metadata": "{doc_id: d1"}, "s1")
+    with pytest.raises(InputError, match="expected a JSON object"):
+        in_trace({**plain, key + "metadata": "[1]"}, "s1")
 
 
 def test_the_precedence_table_in_the_docs_is_the_codes():
