@@ -6,6 +6,7 @@ message, the exit code the command would have had, whenever the pipe closes."""
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import gc
 import os
@@ -50,6 +51,18 @@ class ServiceUnreachable(CortexError):
     """A service the run needs (the MLflow tracking server) is unreachable (exit 4)."""
 
     exit_code = 4
+
+
+class UsageParser(argparse.ArgumentParser):
+    """The parser of every `python -m cortex_exp.NAME` command: a usage error is exit 2 through
+    `InputError` (`run_cli` prints it), prefixed with NAME, the module its `prog` names, and
+    followed by the usage line. Subcommands inherit it (`add_subparsers` makes their parsers of
+    the parent's class)."""
+
+    def error(self, message: str):  # raises instead of exiting
+        words = self.prog.split()
+        name = next((w for w in words if w.startswith("cortex_exp.")), words[0]).removeprefix("cortex_exp.")
+        raise InputError(f"{name}: {message}\n{self.format_usage().strip()}")
 
 
 class ComponentError(RuntimeError):

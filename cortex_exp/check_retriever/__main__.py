@@ -25,7 +25,7 @@ import yaml
 
 from cortex_exp.console.usage import described
 from cortex_exp.data.corpus import Corpus, load_corpus
-from cortex_exp.errors import InputError, quiet_stdout, run_cli
+from cortex_exp.errors import InputError, UsageParser, quiet_stdout, run_cli
 from cortex_exp.retrievers.contract import (
     Check,
     check_failure_raises,
@@ -39,13 +39,8 @@ from cortex_exp.run.probe import probe_all, probe_queries
 EDGE_QUERIES = ["zzqx unheard-of words xyzzy"]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
-        raise InputError(f"check_retriever: {message}\n{self.format_usage().strip()}")
-
-
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = UsageParser(
         prog="python -m cortex_exp.check_retriever",
         **described(
             "Check a retriever against the retriever contract before a run uses it: at most k results, "

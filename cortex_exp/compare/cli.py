@@ -27,22 +27,17 @@ from cortex_exp.compare.options import BOOTSTRAP_KINDS, CI_KINDS, CompareOptions
 from cortex_exp.console.logs import configure as configure_logging
 from cortex_exp.console.tables import WIDTH
 from cortex_exp.console.usage import described
-from cortex_exp.errors import InputError, quiet_stdout, run_cli
+from cortex_exp.errors import InputError, UsageParser, quiet_stdout, run_cli
 from cortex_exp.metrics import higher_is_better, primary_name
 from cortex_exp.settings import MetricSettings
 
 DEFAULTS = CompareOptions()  # the defaults, in one place: the options value's
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # usage errors are exit 2 through InputError, like the rest
-        raise InputError(f"compare: {message}\n{self.format_usage().strip()}")
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The flags, one per `CompareOptions` field (dest = the field's name); a flag not given is
     absent from the namespace, so the value's own default applies."""
-    p = _Parser(
+    p = UsageParser(
         prog="python -m cortex_exp.compare",
         argument_default=argparse.SUPPRESS,
         **described(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cortex_exp.console.logs import configure as configure_logging
 from cortex_exp.console.usage import described
-from cortex_exp.errors import InputError, quiet_stdout, run_cli
+from cortex_exp.errors import InputError, UsageParser, quiet_stdout, run_cli
 from cortex_exp.retrievers.encoders import Encoder
 from cortex_exp.tracking.judges import MODEL_FILE, OUT_OF_FOLD_FILE
 
@@ -24,14 +24,9 @@ EXAMPLES = (
 )
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # usage errors are exit 2, like every command's
-        raise InputError(f"judge: {message}\n{self.format_usage().strip()}")
-
-
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m cortex_exp.judge", **described(WHAT, *EXAMPLES))
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = UsageParser(prog="python -m cortex_exp.judge", **described(WHAT, *EXAMPLES))
+    sub = p.add_subparsers(dest="command", required=True, parser_class=UsageParser)
     t = sub.add_parser(
         "train", help="train a judge on a golden set's verdicts; prints judge_id: <id>", **described(WHAT, *EXAMPLES)
     )

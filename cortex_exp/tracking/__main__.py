@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cortex_exp import interrupts
 from cortex_exp.console.usage import described
-from cortex_exp.errors import InputError, quiet_stdout, run_cli
+from cortex_exp.errors import UsageParser, quiet_stdout, run_cli
 
 WHAT = """Log the runs kept in a spool folder when the tracking store failed mid-run (MLFLOW
 UNREACHABLE, MLFLOW STORE FULL) as complete runs, once the store is back: each is checked whole
@@ -21,13 +21,8 @@ EXAMPLES = (
 )
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # usage errors are exit 2 through InputError, like the rest
-        raise InputError(f"tracking: {message}\n{self.format_usage().strip()}")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m cortex_exp.tracking", **described(WHAT, *EXAMPLES))
+    p = UsageParser(prog="python -m cortex_exp.tracking", **described(WHAT, *EXAMPLES))
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("replay", help="log spooled runs into a tracking store", **described(WHAT, *EXAMPLES))
     r.add_argument("spool", type=Path, help="a spooled run folder, or a spool folder holding several")

@@ -15,7 +15,7 @@ from cortex_exp.compare.options import CI_KINDS
 from cortex_exp.compare.plans.create import DEFAULT_HOLES, audit_line, make_plan, underpowered_warning
 from cortex_exp.console.logs import configure as configure_logging
 from cortex_exp.console.usage import described
-from cortex_exp.errors import InputError, quiet_stdout, run_cli
+from cortex_exp.errors import UsageParser, quiet_stdout, run_cli
 
 WHAT = """Record a plan before the candidate runs: the baseline run, the primary metric, the smallest
 effect worth shipping and the guardrails, as an MLflow run (kind=plan). It prints the paired
@@ -30,14 +30,9 @@ EXAMPLES = (
 )
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # usage errors are exit 2, like every command's
-        raise InputError(f"plan: {message}\n{self.format_usage().strip()}")
-
-
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m cortex_exp.plan", **described(WHAT, *EXAMPLES))
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = UsageParser(prog="python -m cortex_exp.plan", **described(WHAT, *EXAMPLES))
+    sub = p.add_subparsers(dest="command", required=True, parser_class=UsageParser)
     c = sub.add_parser(
         "create", help="record a plan before the candidate runs; prints plan_id: <id>", **described(WHAT, *EXAMPLES)
     )
