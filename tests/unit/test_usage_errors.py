@@ -11,7 +11,7 @@ from cortex_exp.compare.plans.cli import main as plan
 from cortex_exp.judge.__main__ import main as judge
 from cortex_exp.tracking.__main__ import main as tracking
 
-COMMANDS = {
+COMMANDS = {  # every command built on errors.UsageParser
     "check_retriever": (check_retriever, ["--bogus"]),
     "compare": (compare, ["--bogus"]),
     "plan": (plan, ["create", "--bogus"]),
