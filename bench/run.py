@@ -12,6 +12,7 @@ SCRIPTS = [
     "sweep_speed.py",
     "rows_speed.py",
     "compare_speed.py",
+    "startup.py",  # issue 33: a warm demo run and compare --no-log as ratios to `import mlflow`
     "service_speed.py",
     "encoder_backends.py",  # issue 14: torch vs ONNX on SciFact
     "trace_import.py",  # issue 18: a golden set from 10k MLflow traces beside a bare search_traces pass

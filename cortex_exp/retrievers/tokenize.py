@@ -13,13 +13,11 @@ from __future__ import annotations
 import re
 from array import array
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 import Stemmer
-from bm25s.stopwords import STOPWORDS_EN
 
-STOPWORDS = frozenset(STOPWORDS_EN)
 _IDENT = re.compile(r"[A-Za-z0-9_]+(?:[./:\-][A-Za-z0-9_]+)*")
 _SEPARATORS = re.compile(r"[./:\-_]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -28,6 +26,23 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 # churned — 197,634 distinct words of a 100k synthetic corpus: 3.45 us a word with it, 0.85
 # without; the 100k index's workers 12.8-14.4 -> 10.3-12.3 CPU-s (docs/measured.md)
 _stemmer = Stemmer.Stemmer("english", 0)
+
+
+@cache
+def stopwords() -> frozenset[str]:
+    """bm25s's English stop words, imported on first use: the bm25s package pulls numba and
+    scipy.sparse (0.35 s of CPU), which a process that never tokenizes for bm25_v2 (--help, a
+    bm25_v1 or dense run, compare) does not pay. `STOPWORDS` is the same set."""
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
+
+
+def __getattr__(name: str) -> frozenset[str]:
+    """`tokenize.STOPWORDS`: `stopwords()`, loaded when first asked for (PEP 562)."""
+    if name == "STOPWORDS":
+        return stopwords()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def whitespace(text: str) -> list[str]:
@@ -51,7 +66,8 @@ def word_terms(token: str) -> list[str]:
     """The terms of one word or identifier `_IDENT` found: its parts, stop-worded and stemmed,
     then the whole identifier, lower-cased, when it has several parts."""
     parts = split_identifier(token)
-    out = [_stem(p) for p in parts if p not in STOPWORDS and (len(p) > 1 or p.isdigit())]
+    stop = stopwords()
+    out = [_stem(p) for p in parts if p not in stop and (len(p) > 1 or p.isdigit())]
     if len(parts) > 1:
         out.append(token.lower())
     return out
@@ -72,7 +88,7 @@ def piece_terms(piece: str) -> list[str]:
     corpus, and 3/4 of bm25_v2's tokenizing time at 10k documents (tests/test_lexical.py checks
     the shortcut against the whole path)."""
     if piece.isascii() and piece.isalnum() and piece.islower():
-        return [] if piece in STOPWORDS or (len(piece) == 1 and not piece.isdigit()) else [_stemmer.stemWord(piece)]
+        return [] if piece in stopwords() or (len(piece) == 1 and not piece.isdigit()) else [_stemmer.stemWord(piece)]
     return identifier_aware(piece)
 
 
