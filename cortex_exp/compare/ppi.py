@@ -16,9 +16,9 @@ without looking at any audit (docs/decisions.md "The prediction-powered estimate
 the demo (docs/measured.md), a λ tuned to the series it weights (PPI++'s power tuning) — and
 one tuned on the other half of the queries alike (cross-fitted) — came out near 0.3–0.5 and
 left the series a sum of a few rare, huge Horvitz–Thompson terms (a positive found with π in
-the hundredths) whose spread the t interval underrates: 55–65% coverage at an audit of 50, 87%
-at 200; with λ = 1 every audited document's residual enters the series, the spread is seen,
-and the coverage is 86–96% at 50 and ≥ 90% at 200. The queries' Ŝ_q are independent (each
+the hundredths) whose spread the t interval underrates: the lowest cell of a depth covered
+0.55–0.80 at an audit of 50, 0.86–0.91 at 200; with λ = 1 every audited document's residual
+enters the series, the spread is seen, and the lowest covers 0.855–0.955 at 50, ≥ 0.895 at 200. The queries' Ŝ_q are independent (each
 carries its own audited documents), so the interval is the `--ci` interval of their mean —
 t (the closed form), bootstrap over queries, cluster over projects — with no new formula.
 
