@@ -18,9 +18,10 @@ one tuned on the other half of the queries alike (cross-fitted) — came out nea
 left the series a sum of a few rare, huge Horvitz–Thompson terms (a positive found with π in
 the hundredths) whose spread the t interval underrates: the lowest cell of a depth covered
 0.55–0.80 at an audit of 50, 0.86–0.91 at 200; with λ = 1 every audited document's residual
-enters the series, the spread is seen, and the lowest covers 0.855–0.955 at 50, ≥ 0.895 at 200. The queries' Ŝ_q are independent (each
-carries its own audited documents), so the interval is the `--ci` interval of their mean —
-t (the closed form), bootstrap over queries, cluster over projects — with no new formula.
+enters the series, the spread is seen, and the lowest covers 0.855–0.955 at 50, ≥ 0.895 at
+200. The queries' Ŝ_q are independent (each carries its own audited documents), so the
+interval is the `--ci` interval of their mean — t (the closed form), bootstrap over queries,
+cluster over projects — with no new formula.
 
 `audit_only` (the simulator's comparator): the same estimator with ĝ the audit's own Hájek mean
 of g(y) in the document's stratum (its best rank: 1–5, 6–10, beyond), in place of the judge.
