@@ -19,7 +19,9 @@ left the series a sum of a few rare, huge Horvitz–Thompson terms (a positive f
 the hundredths) whose spread the t interval underrates: the lowest cell of a depth covered
 0.55–0.80 at an audit of 50, 0.86–0.91 at 200; with λ = 1 every audited document's residual
 enters the series, the spread is seen, and the lowest covers 0.855–0.955 at 50, ≥ 0.895 at
-200. The queries' Ŝ_q are independent (each carries its own audited documents), so the
+200. ĝ is the judge's score as it is: recalibrated on the audit (Hájek rates by score bin, each
+query fold's fitted on the other fold) it narrowed nothing on the demo and covered no better
+than `audit_only` (docs/decisions.md). The queries' Ŝ_q are independent (each carries its own audited documents), so the
 interval is the `--ci` interval of their mean — t (the closed form), bootstrap over queries,
 cluster over projects — with no new formula.
 
