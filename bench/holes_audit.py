@@ -10,8 +10,9 @@ sizes 50, 100, 200 and 400, registered in `holes_estimators.ESTIMATORS` by its `
   document, computed once (`judge.Scorer.score`).
 - Per resample and pair, per audit size (`audit_of`, one audit read by both estimators): the
   frame of the resampled queries (a query drawn twice is two queries, its documents twice in
-  the frame), π by `golden.audit.inclusion`, a Poisson draw by `golden.audit.draw` seeded by
-  the resample's index, each drawn document's label read from the truth (a perfect auditor).
+  the frame), π by `golden.audit.inclusion` of `design_weights` (`golden audit`'s rule), a
+  Poisson draw by `golden.audit.draw` seeded by the resample's index, each drawn document's
+  label read from the truth (a perfect auditor).
 - Per metric (`audited`): compare's own path under `--holes ppi` (`compare.ppi.table`, `parts`,
   `estimate` at compare's `--ci`, the verdict by `stats.bounded_verdict` on the estimate's
   interval, as `compare.analysis.analyse_all` gives it), ĝ the judge's (`ppi`) or the audit's
@@ -33,7 +34,7 @@ import numpy as np
 from holes_estimators import OPTIONS, Estimate, Sample, register
 
 from cortex_exp.compare import ppi, stats
-from cortex_exp.golden.audit import draw, frame_of, inclusion
+from cortex_exp.golden.audit import design_weights, draw, frame_of, inclusion
 from cortex_exp.metrics import NOISE, POSITIVE
 
 AUDIT_SIZES = (50, 100, 200, 400)
@@ -191,7 +192,8 @@ def frame_of_sample(sample: Sample) -> SampleFrame:
 def audit_of(sample: Sample, size: int, index: int) -> Drawn:
     """The audit of `size` of the sample's frame, drawn with seed `index`, labelled by the truth."""
     f = sample.shared("frame", lambda: frame_of_sample(sample))
-    pi, _, _ = inclusion(f.weights, size)
+    scores = np.fromiter((f.scores[k] for k in f.keys), float, len(f.keys))
+    pi, _, _ = inclusion(design_weights(f.weights, scores), size)
     hit = np.flatnonzero(draw(pi, index)).tolist()
     truth = sample.truth
     labels = {f.keys[i]: POSITIVE if f.origins[i][1] in truth[f.origins[i][0]] else NOISE for i in hit}

@@ -8,14 +8,22 @@ by its true label (the family's gains). The judge predicts ĝ_h = p_h·g(positiv
 g(not positive) from its probability p_h; the audit drew h with probability π_h and, if drawn,
 a person gave y_h. Then
 
-    Ŝ_q(λ) = naive_q + Σ_audited Δw·g(y)/π + λ · (Σ_frame Δw·ĝ − Σ_audited Δw·ĝ/π)
+    Ŝ_q = naive_q + Σ_audited Δw·g(y)/π + λ · (Σ_frame Δw·ĝ − Σ_audited Δw·ĝ/π)
 
 is unbiased for the true difference of query q whatever the judge and whatever λ (the audit's
-Horvitz–Thompson correction removes the judge's bias); λ = 1 is PPI, λ = 0 the audit alone, and
-the λ that minimises the variance of the mean (PPI++'s power tuning: −Cov(a, b) / Var(b) of the
-two parts, clipped to [0, 1]) is used. The queries' Ŝ_q are independent (each carries its own
-audited documents), so the interval is the `--ci` interval of their mean — t (the closed form),
-bootstrap over queries, cluster over projects — with no new formula.
+Horvitz–Thompson correction removes the judge's bias). λ is `LAMBDA` = 1, plain PPI, chosen
+without looking at any audit (docs/decisions.md "The prediction-powered estimate"): measured on
+the demo (docs/measured.md), a λ tuned to the series it weights (PPI++'s power tuning) — and
+one tuned on the other half of the queries alike (cross-fitted) — came out near 0.3–0.5 and
+left the series a sum of a few rare, huge Horvitz–Thompson terms (a positive found with π in
+the hundredths) whose spread the t interval underrates: the lowest cell of a depth covered
+0.55–0.80 at an audit of 50, 0.86–0.91 at 200; with λ = 1 every audited document's residual
+enters the series, the spread is seen, and the lowest covers 0.855–0.955 at 50, ≥ 0.895 at
+200. ĝ is the judge's score as it is: recalibrated on the audit (Hájek rates by score bin, each
+query fold's fitted on the other fold) it narrowed nothing on the demo and covered no better
+than `audit_only` (docs/decisions.md). The queries' Ŝ_q are independent (each carries its own audited documents), so the
+interval is the `--ci` interval of their mean — t (the closed form), bootstrap over queries,
+cluster over projects — with no new formula.
 
 `audit_only` (the simulator's comparator): the same estimator with ĝ the audit's own Hájek mean
 of g(y) in the document's stratum (its best rank: 1–5, 6–10, beyond), in place of the judge.
@@ -37,6 +45,7 @@ from cortex_exp.metrics import POSITIVE, family_of
 from cortex_exp.metrics.holes import Holes, Side
 
 STRATA = (5, 10)  # audit_only's strata: a document's best rank ≤ 5, ≤ 10, beyond
+LAMBDA = 1.0  # the weight of the predictions' part: plain PPI, fixed before any audit (module doc)
 
 
 @dataclass(frozen=True)
@@ -66,7 +75,8 @@ class Parts:
     b: np.ndarray
     audited: int
 
-    def series(self, lam: float) -> np.ndarray:
+    def series(self, lam: float = LAMBDA) -> np.ndarray:
+        """The per-query estimates naive + a + λ·b (λ: compare's `LAMBDA`; another only in a test)."""
         return self.naive + self.a + lam * self.b
 
 
@@ -158,15 +168,6 @@ def _stratum_means(strata: np.ndarray, drawn: np.ndarray, y: np.ndarray, pi: np.
     return np.where(weights > 0, sums / np.where(weights > 0, weights, 1.0), overall)
 
 
-def power_tuned(p: Parts) -> float:
-    """PPI++'s λ: the one that minimises the variance of the mean of naive + a + λ·b, clipped to
-    [0, 1] (1 when b does not vary)."""
-    if len(p.b) < 2 or float(np.var(p.b, ddof=1)) == 0.0:
-        return 1.0
-    cov = float(np.cov(p.naive + p.a, p.b, ddof=1)[0, 1])
-    return float(np.clip(-cov / float(np.var(p.b, ddof=1)), 0.0, 1.0))
-
-
 @dataclass(frozen=True)
 class PpiEstimate:
     diff: float
@@ -176,11 +177,10 @@ class PpiEstimate:
     series: np.ndarray
 
 
-def estimate(p: Parts, ci: str, draw: stats.Draw, lam: float | None = None) -> PpiEstimate:
-    """The estimate of the mean difference and its `--ci` interval, at λ (default: power-tuned)."""
-    lam = power_tuned(p) if lam is None else lam
-    s = p.series(lam)
-    return PpiEstimate(float(np.mean(s)), stats.interval(s, ci, draw), lam, p.audited, s)
+def estimate(p: Parts, ci: str, draw: stats.Draw) -> PpiEstimate:
+    """The estimate of the mean difference and its `--ci` interval, at λ = `LAMBDA`."""
+    s = p.series(LAMBDA)
+    return PpiEstimate(float(np.mean(s)), stats.interval(s, ci, draw), LAMBDA, p.audited, s)
 
 
 def audit_command(a, b) -> str:

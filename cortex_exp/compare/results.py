@@ -27,7 +27,7 @@ class HoleEstimate:
     interval: stats.Interval
     audited: int
     verdict: str
-    lam: float  # PPI++'s power tuning: 1 is plain PPI, 0 the audit alone
+    lam: float  # the weight of the predictions: `ppi.LAMBDA`, 1 (plain PPI)
 
     def as_dict(self) -> dict:
         return {

@@ -5,12 +5,17 @@
 within the largest cut-off it reports (its logged `top`) that GOLDEN does not judge for the
 query. **Poisson sampling**: each frame document is drawn independently, with probability
 
-    π = min(1, max(π_min, c · Σ over the quality metrics of |w_B − w_A|))
+    π = min(1, max(π_min, c · Σ over the quality metrics of |w_B − w_A| · √p))
 
-(w a metric's weight of the document in each run, `metrics.holes`), c chosen so that the
-expected size Σπ is N, and π_min = `PI_MIN_SHARE` × N / |frame| > 0, so that every frame
-document can be drawn: the audit is a probability sample of the whole frame, and a document that
-weighs more in the difference is likelier to be judged. The realised size varies around N.
+(w a metric's weight of the document in each run, `metrics.holes`; p the judge's probability
+that it is positive; the rule `PI_RULE`, named in the record), c chosen so that the expected
+size Σπ is N, and π_min = `PI_MIN_SHARE` × N / |frame| > 0, so that every frame document can be
+drawn: the audit is a probability sample of the whole frame, and a document that weighs more in
+the difference, or that the judge thinks likelier positive, is likelier to be judged. The √p
+follows the Neyman allocation of an audit of rare positives (a residual's spread √(p(1 − p)) ≈
+√p; Zrnic & Candès 2024, "Active statistical inference"); measured on the demo it draws more of
+the positives that decide the difference and narrows compare's interval by 13–25% at the same
+coverage (docs/measured.md). The realised size varies around N.
 
 The judge scores the whole frame once (its probability that the document is positive), into the
 audit's **record**; compare then never loads the encoder. The sheet (query, document title and
@@ -49,6 +54,7 @@ from cortex_exp.metrics import is_quality
 from cortex_exp.metrics.holes import Holes, Side, has_hole_data
 
 PI_MIN_SHARE = 0.1  # π_min as a share of the uniform rate N / |frame|
+PI_RULE = "weight_sqrt_score"  # π ∝ Σ|w_B − w_A| · √p (module doc); the record names it
 DEFAULT_SIZE = 200
 RECORD_SUFFIX = ".audit.json"
 KEPT_PREFIX = "audit-"  # audit-<audit_id>.json in a golden set's folder
@@ -135,6 +141,12 @@ def inclusion(weights: np.ndarray, size: int) -> tuple[np.ndarray, float, float]
     return pi, high, pi_min
 
 
+def design_weights(weights: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """What π is proportional to under `PI_RULE` (before π_min and the cap at 1): each frame
+    document's weight Σ|w_B − w_A| times the square root of the judge's score."""
+    return weights * np.sqrt(np.clip(scores, 0.0, 1.0))
+
+
 def draw(pi: np.ndarray, seed: int) -> np.ndarray:
     """Poisson sampling: each document drawn independently with its π (seeded)."""
     return np.random.default_rng(seed).random(len(pi)) < pi
@@ -169,6 +181,7 @@ def make_record(
         "seed": seed,
         "size": size,
         "realised": int(np.count_nonzero(drawn)),
+        "pi_rule": PI_RULE,
         "pi_min": pi_min,
         "c": c if np.isfinite(c) else None,
         "frame": [
@@ -316,7 +329,7 @@ def build_audit(
     check_judge(frame, trained, judge.get("id", "?"))
     queries = {q.qid: q for q in golden.queries}
     scores = np.asarray(score([(queries[f.qid].text, queries[f.qid].project, f.doc_id) for f in frame]), dtype=float)
-    pi, c, pi_min = inclusion(np.asarray([f.weight for f in frame]), size)
+    pi, c, pi_min = inclusion(design_weights(np.asarray([f.weight for f in frame]), scores), size)
     drawn = draw(pi, seed)
     record = make_record(golden, (a, b), judge, frame, scores, pi, drawn, seed, size, c, pi_min)
     return record, sheet_rows(record, frame, golden, corpus)

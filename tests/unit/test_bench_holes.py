@@ -132,13 +132,14 @@ def test_an_estimator_plugs_in_with_fields_and_figures_of_its_own(bench, measure
         assert r["decision_error"] == 0.0 and r["verdicts"]["indistinguishable"] == 1.0
 
 
-def hand_audit(m, pair, picks, size, index, scores):
+def hand_audit(m, pair, picks, size, index, scores, judge):
     """The audit `golden audit` would draw on the resampled queries, by the library's own frame,
-    π and draw, each drawn document labelled by the truth: (rows A, rows B, qids, AuditData)."""
+    π (its rule, on the `judge`'s scores) and draw, each drawn document labelled by the truth,
+    `scores` the ĝ compare is given: (rows A, rows B, qids, AuditData)."""
     import numpy as np
 
     from cortex_exp.compare.ppi import AuditData
-    from cortex_exp.golden.audit import draw, frame_of, inclusion
+    from cortex_exp.golden.audit import design_weights, draw, frame_of, inclusion
 
     golden = sorted(m.truth)
     full = [{r["qid"]: r for r in m.record(x).per_query} for x in pair]
@@ -151,7 +152,8 @@ def hand_audit(m, pair, picks, size, index, scores):
         origin[qids[-1]] = q
     rows_a, rows_b = ({q: {**rows[origin[q]], "qid": q} for q in qids} for rows in full)
     frame = frame_of(rows_a, rows_b, qids)
-    pi, _, _ = inclusion(np.asarray([f.weight for f in frame]), size)
+    p = np.asarray([judge(origin[f.qid], f.doc_id) for f in frame])
+    pi, _, _ = inclusion(design_weights(np.asarray([f.weight for f in frame]), p), size)
     hit = draw(pi, index)
     keys = [(f.qid, f.doc_id) for f in frame]
     labels = {k: "positive" if k[1] in m.truth[origin[k[0]]] else "noise" for k, h in zip(keys, hit) if h}
@@ -196,7 +198,7 @@ def test_the_ppi_rows_read_the_judges_scores_and_an_audit_labelled_by_the_truth(
     picks = estimators.draw(len(m.truth), 5, 0)
     truth_score = lambda q, d: 1.0 if d in m.truth[q] else 0.0  # noqa: E731 (the wrong wiring)
     for scores in (lambda q, d: judged.scores[(q, d)], truth_score):
-        rows_a, rows_b, qids, audit = hand_audit(m, pair, picks, 50, 0, scores)
+        rows_a, rows_b, qids, audit = hand_audit(m, pair, picks, 50, 0, scores, lambda q, d: judged.scores[(q, d)])
         assert audit.labels  # the audit drew documents, labelled from the truth
         for estimator, predict in (("ppi", "judge"), ("audit_only", "audit_only")):
             for name in METRICS:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -77,6 +78,12 @@ def test_the_frame_and_its_poisson_design(world, tmp_path):
     pi = np.asarray([e["pi"] for e in frame])
     assert pi.sum() == pytest.approx(30) and (pi > 0).all() and (pi <= 1).all()
     assert pi.min() == pytest.approx(record["pi_min"]) and record["pi_min"] == pytest.approx(0.1 * 30 / len(frame))
+    # the rule the record names: π = min(1, max(π_min, c · Σ|w_B − w_A| · √(judge's score)))
+    weight = {(f.qid, f.doc_id): f.weight for f in audit.frame_of(rows_a, rows_b, sorted(rows_a))}
+    follows = [weight[e["qid"], e["doc_id"]] * math.sqrt(e["score"]) for e in frame]
+    rule = np.minimum(1.0, np.maximum(record["pi_min"], record["c"] * np.asarray(follows)))
+    assert record["pi_rule"] == "weight_sqrt_score" and np.allclose(pi, rule)
+    assert len({e["score"] for e in frame}) > 1  # the judge's scores vary: π follows them, not the weight alone
     assert record["realised"] == sum(e["drawn"] for e in frame) > 0
     assert record["audit_id"] == audit.record_digest(record)
     rows = list(csv.DictReader(sheet.open(newline="", encoding="utf-8")))
