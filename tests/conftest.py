@@ -11,9 +11,14 @@ from pathlib import Path
 
 import pytest
 from support.demo import build_demo
+from support.scratch import use_ram_when_there_is_room
 from support.stores import sqlite_store
 from support.tiny import TINY_DOCS, TINY_SERVES, write_jsonl
 
+# throw-away files (pytest's tmp_path, the store templates, the servers' folders) on a RAM file
+# system when there is one with room: sqlite's fsync per commit is otherwise most of a run's time
+# (tests/support/scratch.py); set before pytest makes its first temporary folder
+use_ram_when_there_is_room()
 # hypothesis keeps a `.hypothesis/` folder in the working directory; tests write nothing into the
 # source tree: it goes to a temporary folder (set before hypothesis is first imported)
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "cortex-hypothesis"))
@@ -95,6 +100,17 @@ def mlflow_uri(tmp_path, monkeypatch):
     uri = sqlite_store(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     return uri
+
+
+@pytest.fixture
+def traces_written_at_once(monkeypatch):
+    """MLflow writes a trace when it ends, in the thread that ends it (its synchronous export),
+    not through its background queue. For the tests that log serve by serve and flush the queue
+    after each (a feedback needs its trace in the store): each flush waits up to a second for the
+    queue's consumer to wake from its poll (mlflow/tracing/export/async_export_queue.py), idle
+    time only — the store ends the same. The tracer is set up again, reading this, when the
+    tracking URI changes (each test's new store)."""
+    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
 
 
 @pytest.fixture
