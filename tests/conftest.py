@@ -59,6 +59,13 @@ def pytest_itemcollected(item):
         item.add_marker(pytest.mark.slow)
 
 
+def pytest_configure(config):
+    """pytest-xdist hands files out by their number of tests, most first (its `--loadscope-reorder`,
+    on by default): the order `pytest_collection_modifyitems` gives was lost, and the files of one
+    long test (test_signals, test_concurrent_runs, test_traces_team's server case) ran last, alone."""
+    config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(items):
     """The longest modules first, then the rest of the slow tier, then the fast one (each
     module's tests kept together, in their order): on two processes, a module of minutes
