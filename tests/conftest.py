@@ -11,28 +11,41 @@ from pathlib import Path
 
 import pytest
 from support.demo import build_demo
+from support.scratch import use_ram_when_there_is_room
 from support.stores import sqlite_store
 from support.tiny import TINY_DOCS, TINY_SERVES, write_jsonl
 
+# throw-away files (pytest's tmp_path, the store templates, the servers' folders) on a RAM file
+# system when there is one with room: sqlite ends each MLflow commit with an fsync, idle time
+# (tests/support/scratch.py); set before pytest makes its first temporary folder
+use_ram_when_there_is_room()
 # hypothesis keeps a `.hypothesis/` folder in the working directory; tests write nothing into the
 # source tree: it goes to a temporary folder (set before hypothesis is first imported)
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "cortex-hypothesis"))
-# The modules that take longest (measured: docs/testing.md), handed out first on two processes
-# so that none of them runs alone at the end; then the rest of the slow tier, then the fast one.
+# The modules that take longest (measured: a whole run's --durations, AMD EPYC, 2 cores), handed
+# out first on two processes so that none of them runs alone at the end; then the rest of the
+# slow tier, then the fast one.
 LONGEST = (
-    "test_signals.py",
     "test_traces_team.py",
+    "test_docs_commands.py",
+    "test_signals.py",
     "test_team_setup.py",
-    "test_concurrent_runs.py",
     "test_tracking_failures.py",
     "test_browser.py",
-    "test_tampering.py",
-    "test_multirun.py",
+    "test_concurrent_runs.py",
+    "test_judge.py",
     "test_integrity_deadlines.py",
+    "test_tampering.py",
     "test_integrity_readers.py",
+    "test_multirun.py",
+    "test_notebook_example.py",
     "test_terminal.py",
-    "test_e2e.py",
+    "test_mlflow_server.py",
+    "test_unjudged_demo.py",
+    "test_service_e2e.py",
+    "test_golden_live_read.py",
     "test_integrity_table.py",
+    "test_e2e.py",
 )
 
 
@@ -44,6 +57,13 @@ def pytest_itemcollected(item):
     test-fast, leaves it out); a test of tests/unit/ is marked slow one by one."""
     if E2E in item.path.parents:
         item.add_marker(pytest.mark.slow)
+
+
+def pytest_configure(config):
+    """pytest-xdist hands files out by their number of tests, most first (its `--loadscope-reorder`,
+    on by default): the order `pytest_collection_modifyitems` gives was lost, and the files of one
+    long test (test_signals, test_concurrent_runs, test_traces_team's server case) ran last, alone."""
+    config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(items):
@@ -95,6 +115,17 @@ def mlflow_uri(tmp_path, monkeypatch):
     uri = sqlite_store(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     return uri
+
+
+@pytest.fixture
+def traces_written_at_once(monkeypatch):
+    """MLflow writes a trace when it ends, in the thread that ends it (its synchronous export),
+    not through its background queue. For the tests that log serve by serve and flush the queue
+    after each (a feedback needs its trace in the store): each flush waits up to a second for the
+    queue's consumer to wake from its poll (mlflow/tracing/export/async_export_queue.py), idle
+    time only — the store ends the same. The tracer is set up again, reading this, when the
+    tracking URI changes (each test's new store)."""
+    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
 
 
 @pytest.fixture

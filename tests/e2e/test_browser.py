@@ -6,7 +6,8 @@ the experiment opens on its runs, the sweep's jobs have names of their own, the 
 views open their runs, the comparison is one click from a compared run, `sweep.png` renders.
 
 Screenshots go to `$CORTEX_TEST_ARTIFACTS` when set, else to a folder pytest keeps
-(/tmp/pytest-of-<user>/pytest-<n>/screenshots0); a failing test adds `FAILED-<test>.png`.
+(/dev/shm/pytest-of-<user>/pytest-<n>/screenshots0, tests/support/scratch.py); a failing test adds
+`FAILED-<test>.png`.
 `make screenshots` makes the README's (docs/screenshots/) with this module."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from mlflow.tracking import MlflowClient
 from support import ROOT
-from support.cli import first_block, run_cli
+from support.cli import first_block, run_cli, run_main
 from support.demo import build_demo
 from support.servers import mlflow_server, postgres, ray_head
 
@@ -68,7 +68,7 @@ def data_files(root: Path) -> list[str]:
 
 def multirun(args: list[str], cwd: Path, team: Team) -> str:
     """`python -m cortex_exp -m ARGS` logging to the team server; returns the parent run id."""
-    r = run_cli(["cortex_exp", "-m", *args], cwd, env={"MLFLOW_TRACKING_URI": team.url})
+    r = run_main(["cortex_exp", "-m", *args], cwd, env={"MLFLOW_TRACKING_URI": team.url})
     assert r.returncode == 0, r.stderr[-3000:]
     last = r.stdout.strip().splitlines()[-1]
     assert last.startswith("parent_run_id: "), r.stdout[-2000:]
@@ -138,12 +138,12 @@ def test_fusion_weight_sweep_and_compare_over_http(team, demo, tmp_path):
     assert parent_run.data.metrics["best_value"] in (0, 0.5, 1)
 
     env = {"MLFLOW_TRACKING_URI": team.url}
-    r = run_cli(["cortex_exp.compare", "--sweep", parent, "--json"], tmp_path, env=env)
+    r = run_main(["cortex_exp.compare", "--sweep", parent, "--json"], tmp_path, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     assert json.loads(r.stdout)["param"] == "retriever.fusion.weight"
 
     by_weight = {float(c.data.params["retriever.fusion.weight"]): c.info.run_id for c in children}
-    r = run_cli(["cortex_exp.compare", by_weight[0], by_weight[0.5], "--json"], tmp_path, env=env)
+    r = run_main(["cortex_exp.compare", by_weight[0], by_weight[0.5], "--json"], tmp_path, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     assert json.loads(r.stdout)["n_queries"] == 433
     comparison = next(line for line in r.stderr.splitlines() if line.startswith("comparison_run_id: ")).split()[1]

@@ -15,7 +15,9 @@ from mlflow.tracking import MlflowClient
 from support.cli import run_cli, run_main
 from support.disk import fill
 from support.disk import small_disk as mounted
-from support.lifecycle import Launch, MlflowServer, data_args, migrated_store, store_from, store_runs, tiny_dataset
+from support.lifecycle import Launch, data_args, migrated_store, store_from, store_runs, tiny_dataset
+from support.servers import MlflowProcess
+from support.stores import sqlite_store
 
 INSIDE_THE_RUN = "ranked 2 queries"  # printed after the MLflow run opened, before anything is logged
 
@@ -32,9 +34,15 @@ def artifacts_of(client, run_id: str, tmp: Path) -> dict[str, bytes]:
     return out
 
 
+def server(folder: Path) -> MlflowProcess:
+    """A real `mlflow server` with its own new sqlite store and artifacts under `folder`."""
+    folder.mkdir()
+    return MlflowProcess("server", sqlite_store(folder, "server.db"), folder / "artifacts", folder / "mlflow.log")
+
+
 def test_a_server_killed_mid_run_is_exit_4_in_seconds_and_the_spool_replays_complete(tmp_path):
     data = tiny_dataset(tmp_path / "data")
-    first, fresh = MlflowServer(tmp_path / "first"), MlflowServer(tmp_path / "fresh")  # both start now
+    first, fresh = (server(tmp_path / name) for name in ("first", "fresh"))  # both start now
     try:
         url = first.ready()
         launch = Launch(["cortex_exp", *data_args(data, url)], tmp_path, trigger=INSIDE_THE_RUN)

@@ -14,7 +14,7 @@ import mlflow
 import pytest
 from mlflow.entities import AssessmentSource
 from mlflow.tracking import MlflowClient
-from support.cli import compose, first_block, run_cli
+from support.cli import compose, first_block, run_main
 from support.lifecycle import data_args, migrated_store, store_from
 from support.tiny import TINY_DOCS, TINY_SERVES, write_jsonl
 from support.tracedemo import example
@@ -77,7 +77,7 @@ def store(tmp_path_factory) -> Store:
     traces = log_traces(uri, {"s1", "s2"})
     build_from_mlflow(corpus, root / "from-traces", uri=uri, experiment="agent")
     ids["traced"] = run(f"data.golden={root}/from-traces")
-    r = run_cli(["cortex_exp", "-m", "retriever.lexical.k1=0.3,1.2", *base, f"hydra.sweep.dir={root}/hydra"], root)
+    r = run_main(["cortex_exp", "-m", "retriever.lexical.k1=0.3,1.2", *base, f"hydra.sweep.dir={root}/hydra"], root)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "*" in "\n".join(first_block(r.stdout.splitlines()))  # the summary marks a best
     sweep = r.stdout.strip().splitlines()[-1].split()[1]

@@ -32,6 +32,7 @@ MAINS = {
     "cortex_exp.compare": "cortex_exp.compare.cli",
     "cortex_exp.demo": "cortex_exp.demo.__main__",
     "cortex_exp.golden": "cortex_exp.golden.__main__",
+    "cortex_exp.judge": "cortex_exp.judge.__main__",
     "cortex_exp.plan": "cortex_exp.plan.__main__",
     "cortex_exp.tracking": "cortex_exp.tracking.__main__",
 }

@@ -109,57 +109,6 @@ class Launch:
             os.kill(proc.pid, signal.SIGCONT)
 
 
-class MlflowServer:
-    """A real `mlflow server` on 127.0.0.1 with its own sqlite store (a new one, set up: a copy of
-    the template) and artifacts under `folder`; started at once, `ready()` waits for /health."""
-
-    def __init__(self, folder: Path):
-        import socket
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        store = sqlite_store(folder, "server.db")
-        self.url = f"http://127.0.0.1:{port}"
-        self.proc = subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "mlflow"),
-                "server",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--workers",
-                "1",
-                "--backend-store-uri",
-                store,
-                "--artifacts-destination",
-                str(folder / "artifacts"),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,  # its workers die with it
-        )
-
-    def ready(self, timeout: float = 180) -> str:
-        import urllib.request
-
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        return self.url
-            except OSError:
-                time.sleep(0.5)
-        raise TimeoutError(f"mlflow server {self.url} did not answer /health within {timeout} s")
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=30)
-
-
 def migrated_store(folder: Path) -> Path:
     """An empty MLflow sqlite store with its schema set up, `folder/template.db`: a copy of this
     process's template (tests/support/stores.py), for tests that copy it again per case."""

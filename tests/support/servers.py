@@ -26,6 +26,9 @@ import pytest
 BIN = Path(sys.executable).parent  # mlflow and ray: the console scripts of this venv
 
 
+POLL_S = 0.1  # between two looks at a server starting: its start-up is seconds, the look milliseconds
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -44,7 +47,7 @@ def wait_until(ready: Callable[[], bool], proc: subprocess.Popen, what: str, log
             pytest.fail(f"{what} exited with {proc.returncode} before it was ready; its log {log}:\n{tail(log)}")
         if ready():
             return
-        time.sleep(0.5)
+        time.sleep(POLL_S)
     pytest.fail(f"{what} was not ready within {timeout_s:.0f} s; its log {log}:\n{tail(log)}")
 
 
@@ -91,22 +94,39 @@ def mlflow_ui(backend_store: str, artifacts: Path, log: Path) -> Iterator[str]:
 
 @contextmanager
 def _mlflow(command: str, backend_store: str, artifacts: Path, log: Path) -> Iterator[str]:
-    port = free_port()
-    # the server's job runner (GenAI evaluation jobs) is not used by cortex_exp; off, it starts
-    # seven processes fewer and leaves no huey folder in /dev/shm
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    cmd = [str(BIN / "mlflow"), command, "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
-    cmd += ["--backend-store-uri", backend_store, "--artifacts-destination", str(artifacts), "--serve-artifacts"]
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            cmd, cwd=log.parent, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-    url = f"http://127.0.0.1:{port}"
+    server = MlflowProcess(command, backend_store, artifacts, log)
     try:
-        wait_until(lambda: http_ok(url + "/health"), proc, f"mlflow {command}", log, 120)
-        yield url
+        yield server.ready()
     finally:
-        stop(proc, signal.SIGTERM)
+        stop(server.proc, signal.SIGTERM)
+
+
+class MlflowProcess:
+    """`mlflow server` (or `mlflow ui`) started at once on a free port, in a session of its own;
+    `ready()` waits for /health and returns the URL, so that a test can start two and wait for
+    both; `kill()` is a server that dies under a run (its whole process group, at once)."""
+
+    def __init__(self, command: str, backend_store: str, artifacts: Path, log: Path):
+        port = free_port()
+        # the server's job runner (GenAI evaluation jobs) is not used by cortex_exp; off, it starts
+        # seven processes fewer and leaves no huey folder in /dev/shm
+        env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+        cmd = [str(BIN / "mlflow"), command, "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
+        cmd += ["--backend-store-uri", backend_store, "--artifacts-destination", str(artifacts), "--serve-artifacts"]
+        self.what, self.log, self.url = f"mlflow {command}", log, f"http://127.0.0.1:{port}"
+        with open(log, "w") as out:
+            self.proc = subprocess.Popen(
+                cmd, cwd=log.parent, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
+
+    def ready(self) -> str:
+        wait_until(lambda: http_ok(self.url + "/health"), self.proc, self.what, self.log, 120)
+        return self.url
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
 
 
 def postgres_bindir() -> Path:

@@ -29,6 +29,7 @@ find is what `make run` would have made of it.
 from __future__ import annotations
 
 import csv
+import importlib
 import json
 import os
 import re
@@ -44,15 +45,8 @@ from pathlib import Path
 import pytest
 import yaml
 from support import ROOT
+from support.cli import MAINS
 from support.tiny import write_jsonl
-
-from cortex_exp.check_retriever.__main__ import main as check_retriever_main
-from cortex_exp.cli.main import main as cortex_main
-from cortex_exp.compare.cli import main as compare_main
-from cortex_exp.demo.__main__ import main as demo_main
-from cortex_exp.golden.__main__ import main as golden_main
-from cortex_exp.plan.__main__ import main as plan_main
-from cortex_exp.tracking.__main__ import main as tracking_main
 
 README_SECTIONS = ("Two commands", "A five-minute tour")
 NOT_TASKS = {"Home", "Reference", "Measured", "Contributing"}  # mkdocs.yml's nav sections that are not tasks
@@ -65,15 +59,6 @@ SKIPPED = {
     ". .venv/bin/activate": "the shell's: every command runs on this test's Python, the venv's",
     "mlflow ui --backend-store-uri sqlite:///mlflow.db": "a server until stopped: tests/e2e/test_browser.py drives it",
     ".venv/bin/mlflow ui --backend-store-uri sqlite:///mlflow.db": "the same server",
-}
-ENTRY_POINTS = {
-    "cortex_exp": cortex_main,
-    "cortex_exp.golden": golden_main,
-    "cortex_exp.compare": compare_main,
-    "cortex_exp.plan": plan_main,
-    "cortex_exp.check_retriever": check_retriever_main,
-    "cortex_exp.tracking": tracking_main,
-    "cortex_exp.demo": demo_main,
 }
 PROJECTS = 4
 PRINTED = re.compile(r"^([a-z_]+): (\S+)$")  # `plan_id: <id>`, `run_id: <id>`, ...
@@ -244,8 +229,8 @@ class Session:
             env[key] = value
         if words[-1] == "&":
             return self.start(command, words[:-1], env)
-        if words[:2] == ["python", "-m"] and words[2] in ENTRY_POINTS:
-            code, out, err = self.in_process(ENTRY_POINTS[words[2]], words[3:], env)
+        if words[:2] == ["python", "-m"] and words[2] in MAINS:
+            code, out, err = self.in_process(importlib.import_module(MAINS[words[2]]).main, words[3:], env)
         else:
             code, out, err = self.in_a_process(words, env)
         assert code == command.exit, f"{where(command)}: exit {code}, written {command.exit}\n{err[-4000:]}"
@@ -337,6 +322,9 @@ def test_the_tables_name_only_what_the_docs_hold():
     assert set(HUMAN) <= texts, set(HUMAN) - texts
     assert all(any(key in shlex.split(t, comments=True) for t in texts) for key in INPUTS)
     assert set(SKIPPED_PAGES) <= set(task_pages())
+    # every entry point the docs run is run in this process (a process of its own costs seconds)
+    modules = {w[2] for w in (shlex.split(t, comments=True) for t in texts) if w[:2] == ["python", "-m"]}
+    assert modules <= set(MAINS), modules - set(MAINS)
     assert "getting-started.md" in task_pages() and "interface.md" not in task_pages()
     assert make_run().text == "python -m cortex_exp -m 'row=glob(*,exclude=_*)'"
 

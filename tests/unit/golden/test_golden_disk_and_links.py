@@ -23,6 +23,8 @@ from support.trace_log import T0, log_serve_at, new_experiment, write_corpus
 
 from cortex_exp.golden.__main__ import main
 
+pytestmark = pytest.mark.usefixtures("traces_written_at_once")  # serve by serve: tests/conftest.py
+
 FILES = ("queries.jsonl", "judgments.jsonl", "corpus_hashes.json", "golden_id", "manifest.json")
 
 

@@ -20,6 +20,8 @@ from support.trace_log import T0, log_serve_at, new_experiment, start_serve, wri
 import cortex_exp.tracking.traces as traces
 from cortex_exp.golden.__main__ import main
 
+pytestmark = pytest.mark.usefixtures("traces_written_at_once")  # serve by serve: tests/conftest.py
+
 
 @pytest.fixture
 def store(tmp_path):

@@ -19,6 +19,8 @@ from support.stores import sqlite_store
 
 from cortex_exp.golden.__main__ import main
 
+pytestmark = pytest.mark.usefixtures("traces_written_at_once")  # serve by serve: tests/conftest.py
+
 
 def corpus(path):
     rows = [

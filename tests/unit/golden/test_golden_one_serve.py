@@ -25,6 +25,8 @@ from support.trace_log import T0, write_corpus
 from cortex_exp.golden.__main__ import main
 from cortex_exp.golden.precedence import LAYERS
 
+pytestmark = pytest.mark.usefixtures("traces_written_at_once")  # serve by serve: tests/conftest.py
+
 NS = 10**6  # ns per ms
 
 

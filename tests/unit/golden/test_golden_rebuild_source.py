@@ -19,6 +19,8 @@ from support.trace_log import T0, log_serve_at, new_experiment, write_corpus
 
 from cortex_exp.golden.__main__ import main
 
+pytestmark = pytest.mark.usefixtures("traces_written_at_once")  # serve by serve: tests/conftest.py
+
 OFFSETS_MS = (100, 950, 1200, 2500)  # the serves' request times after T0; the window keeps 950 and 1200
 SINCE, UNTIL = T0 + 900, T0 + 2400
 

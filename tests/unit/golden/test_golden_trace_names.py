@@ -23,6 +23,8 @@ from support.trace_log import T0, write_corpus
 
 from cortex_exp.golden.__main__ import main, parser
 
+pytestmark = pytest.mark.usefixtures("traces_written_at_once")  # serve by serve: tests/conftest.py
+
 
 def tasks(out) -> list[str]:
     return sorted(json.loads(line)["text"] for line in (out / "queries.jsonl").read_text().splitlines())
