@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -184,6 +185,7 @@ def theirs(work: Path, beir: Path, jvm: Path, jar: Path, threads: int) -> dict:
         [*cp, "io.anserini.index.IndexCollection", "-collection", "BeirFlatCollection", "-input", str(base / "input")]
         + ["-index", str(base / "index"), "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(threads)]
     )
+    indexed_all(index, beir / "corpus.jsonl")
     search = measured(
         [*cp, "io.anserini.search.SearchCollection", "-index", str(base / "index"), "-topics", str(base / "topics.tsv")]
         + ["-topicReader", "TsvString", "-output", str(base / "run.txt"), "-bm25", "-threads", str(threads)]
@@ -199,6 +201,21 @@ def theirs(work: Path, beir: Path, jvm: Path, jar: Path, threads: int) -> dict:
         "peak": max(index["peak"], search["peak"]),
         "recall_at_24": recall,
     }
+
+
+def indexed_all(index: dict, corpus: Path) -> None:
+    """Anserini's IndexCollection logs an exception per document it cannot read and goes on: a
+    measurement of an index that does not hold every document is no measurement (exit)."""
+    log = index["stdout"] + index["stderr"]
+    found = re.findall(r"indexed:\s+([\d,]+)", log)
+    with corpus.open("rb") as fh:
+        documents = sum(1 for _ in fh)
+    if not found or int(found[-1].replace(",", "")) != documents:
+        errors = [line for line in log.splitlines() if "ERROR" in line or "Exception" in line]
+        raise SystemExit(
+            f"Anserini indexed {found[-1] if found else 'no'} of the {documents:,} documents of {corpus}: "
+            + (errors[0][-300:] if errors else "its log names no error")
+        )
 
 
 def recall_at_24(run_file: Path, beir: Path) -> float:

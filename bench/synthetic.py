@@ -11,8 +11,10 @@ Two shapes (`SHAPES`), the same generator:
   words; a document has 70..130 body words (mean 100) and a title of 4..7 words from the rarer
   part of the vocabulary (rank >= TITLE_MIN_RANK), so that a title is a specific known-answer
   query.
-- `small`: a vocabulary of 30,000 words, 100 body words a document, no titles (issue 33: the
-  collection on which Lucene indexes faster than we do). The probe asks a document's first words.
+- `small`: a vocabulary of 30,000 words, 100 body words a document, no titles — an empty `title`,
+  as BEIR writes a document without one (Anserini's BeirFlatCollection needs the key: without it
+  every document is an exception and 0 are indexed) (issue 33: the collection on which Lucene
+  indexes faster than we do). The probe asks a document's first words.
 In both:
 - Vocabulary: pronounceable pseudo-words (syllables), none a stop word, drawn with
   Zipf-Mandelbrot probabilities ~ 1 / (rank + 2.7) ** 1.07.
@@ -117,7 +119,7 @@ def write_collection(out: Path, n_docs: int, n_queries: int, seed: int = 14, sha
         titled = _titles(rng, cdf, vocab, n_docs) if form.titles else None
         for i in range(n_docs):
             text = " ".join(vocab[words[offsets[i] : offsets[i + 1]]].tolist())
-            doc = {"_id": f"d{i}", "title": next(titled), "text": text} if titled else {"_id": f"d{i}", "text": text}
+            doc = {"_id": f"d{i}", "title": next(titled) if titled else "", "text": text}
             fh.write(json.dumps(doc) + "\n")
     with (out / "queries.jsonl").open("w", encoding="utf-8") as fh, (out / "qrels" / "test.tsv").open("w") as qrels:
         qrels.write("query-id\tcorpus-id\tscore\n")
