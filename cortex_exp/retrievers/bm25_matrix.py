@@ -108,9 +108,7 @@ class Bm25Matrix:
         """bm25s's `_build_idf_array`: its idf function of each document frequency, as float32."""
         df = np.zeros(n_vocab, dtype=np.int64)
         df[: len(self.df)] = self.df[:n_vocab]
-        from bm25s.scoring import _select_idf_scorer  # here: see `_tfc`
-
-        idf_of = _select_idf_scorer(self.method)
+        idf_of = _scorer("idf", self.method)
         values, where = np.unique(df, return_inverse=True)
         idf = np.array([idf_of(int(v), N=n_docs) if v != 0 else 0.0 for v in values.tolist()], dtype=np.float64)
         return idf[where].astype(np.float32)
@@ -163,7 +161,7 @@ class Bm25Matrix:
         """One chunk's scores (bm25s's functions), placed in its columns after `heads`."""
         chunk, terms, tf, heads, counts, first_doc = job
         l_d = np.repeat(chunk.lengths, chunk.per_doc)
-        tfc = _tfc(self.method)(
+        tfc = _scorer("tfc", self.method)(
             tf_array=tf.astype(np.float32), l_d=l_d, l_avg=avg_doc_len, k1=self.k1, b=self.b, delta=self.delta
         )
         values = (idf[terms] * tfc).astype(np.float32)
@@ -192,11 +190,11 @@ def _give_back_freed_heap() -> None:
         pass
 
 
-def _tfc(method: str):
-    """bm25s's term-frequency function of `method`. bm25s is imported where it scores, not with
-    this module: its package pulls numba and scipy.sparse (0.35 s of CPU), and every
-    `python -m cortex_exp` imports this module to register bm25_v2's settings, also when it
-    runs another retriever, or only prints --help."""
-    from bm25s.scoring import _select_tfc_scorer
+def _scorer(kind: str, method: str):
+    """bm25s's `idf` or `tfc` (term-frequency) function of `method`. bm25s is imported where it
+    scores, not with this module: its package pulls numba and scipy.sparse (0.35 s of CPU), and
+    every `python -m cortex_exp` imports this module to register bm25_v2's settings, also when
+    it runs another retriever, or only prints --help."""
+    from bm25s import scoring
 
-    return _select_tfc_scorer(method)
+    return {"idf": scoring._select_idf_scorer, "tfc": scoring._select_tfc_scorer}[kind](method)

@@ -32,17 +32,10 @@ _stemmer = Stemmer.Stemmer("english", 0)
 def stopwords() -> frozenset[str]:
     """bm25s's English stop words, imported on first use: the bm25s package pulls numba and
     scipy.sparse (0.35 s of CPU), which a process that never tokenizes for bm25_v2 (--help, a
-    bm25_v1 or dense run, compare) does not pay. `STOPWORDS` is the same set."""
+    bm25_v1 or dense run, compare) does not pay."""
     from bm25s.stopwords import STOPWORDS_EN
 
     return frozenset(STOPWORDS_EN)
-
-
-def __getattr__(name: str) -> frozenset[str]:
-    """`tokenize.STOPWORDS`: `stopwords()`, loaded when first asked for (PEP 562)."""
-    if name == "STOPWORDS":
-        return stopwords()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def whitespace(text: str) -> list[str]:

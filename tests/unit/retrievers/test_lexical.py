@@ -136,11 +136,11 @@ def test_a_pieces_terms_are_identifier_aware_of_it_shortcut_or_not():
     what `identifier_aware` gives."""
     import random
 
-    from cortex_exp.retrievers.tokenize import STOPWORDS, piece_terms
+    from cortex_exp.retrievers.tokenize import piece_terms, stopwords
 
     rng = random.Random(5)
     alphabet = "abcdefghijklmnopqrstuvwxyz" * 4 + "ABCXYZ0123456789_.-/:éßİ"
     pieces = ["a", "i", "7", "42", "the", "and", "running", "x1", "1x", "ſ", "ǅungla", "ﬁle", "abc123", "İstanbul"]
-    pieces += sorted(STOPWORDS)[:50] + ["".join(rng.choices(alphabet, k=rng.randint(1, 12))) for _ in range(20000)]
+    pieces += sorted(stopwords())[:50] + ["".join(rng.choices(alphabet, k=rng.randint(1, 12))) for _ in range(20000)]
     for piece in pieces:
         assert piece_terms(piece) == identifier_aware(piece), piece
