@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 from support.cli import run_cli
-from support.stores import sqlite_store
+from support.stores import artifact_text, sqlite_store
 
 
 def test_the_curve_shrinks_as_the_set_grows_and_is_logged(tmp_path):
@@ -27,7 +27,7 @@ def test_the_curve_shrinks_as_the_set_grows_and_is_logged(tmp_path):
         rows = [
             {
                 r["qid"]: r["recall_at_24"]
-                for r in map(json.loads, open(client.download_artifacts(i, "per_query.jsonl")))
+                for r in map(json.loads, artifact_text(client, i, "per_query.jsonl").splitlines())
             }
             for i in (p["run_a"], p["run_b"])
         ]

@@ -12,7 +12,7 @@ from support.cli import compose, run_main
 from support.demo import files_overrides
 from support.fake_encoder import HashedBagEncoder
 from support.loopback import embedding_server
-from support.stores import sqlite_store
+from support.stores import artifact_text, sqlite_store
 from support.tiny import write_jsonl
 
 from cortex_exp.errors import GateRefused
@@ -125,10 +125,7 @@ def test_documents_approved_between_two_runs_change_the_fingerprint(demo_dir, ur
     from cortex_exp.data.corpus import diff_hashes
 
     c = MlflowClient(uri)
-    fps = [
-        json.loads(open(c.download_artifacts(o.run_id, "corpus_fingerprint.json")).read())["documents"]
-        for o in (first, second)
-    ]
+    fps = [json.loads(artifact_text(c, o.run_id, "corpus_fingerprint.json"))["documents"] for o in (first, second)]
     assert diff_hashes(*fps).added == tuple(sorted(added))
 
 

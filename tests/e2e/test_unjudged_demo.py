@@ -15,7 +15,7 @@ import pytest
 from support import ROOT
 from support.cli import compose
 from support.demo import build_demo, files_overrides
-from support.stores import sqlite_store
+from support.stores import artifact_text, sqlite_store
 
 from cortex_exp.compare.cli import main as compare
 from cortex_exp.golden import load_golden
@@ -121,5 +121,5 @@ def test_three_candidates_match_three_two_run_compares(demo, capsys):
     comp_id = err.strip().splitlines()[-1].split("comparison_run_id: ")[1]
     client = mlflow.MlflowClient(demo["uri"])
     assert {"report.md", "candidates.png", "compare.json"} <= {f.path for f in client.list_artifacts(comp_id)}
-    report = open(client.download_artifacts(comp_id, "report.md")).read()
+    report = artifact_text(client, comp_id, "report.md")
     assert "core/unserved_first" in report and "![difference and interval per candidate](candidates.png)" in report

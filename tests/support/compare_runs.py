@@ -9,7 +9,7 @@ import time
 import mlflow
 import numpy as np
 
-from support.stores import sqlite_store
+from support.stores import artifact_text, sqlite_store
 
 # holes: the --holes mode (issue 31)
 KEYS = {"run_a", "run_b", "n_queries", "decides", "warnings", "ci", "seed", "holes", "metrics"}
@@ -92,5 +92,4 @@ def new_store(tmp_path_factory):
 
 
 def rows_of(uri, run_id):
-    path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="per_query.jsonl", tracking_uri=uri)
-    return {r["qid"]: r for r in map(json.loads, open(path))}
+    return {r["qid"]: r for r in map(json.loads, artifact_text(uri, run_id, "per_query.jsonl").splitlines())}

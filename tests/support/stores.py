@@ -44,3 +44,13 @@ def copy_store(source: Path, folder: Path, name: str = "mlflow.db") -> str:
 def sqlite_store(folder: Path, name: str = "mlflow.db") -> str:
     """A new, empty store `folder/name` (a copy of the template); its URI."""
     return copy_store(template(), folder, name)
+
+
+def artifact_text(client_or_uri, run_id: str, path: str) -> str:
+    """The text of one artifact of a run. MLflow's `download_artifacts` without a destination
+    copies into a folder of its own that nobody removes; this one is removed on return."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(client_or_uri) if isinstance(client_or_uri, str) else client_or_uri
+    with tempfile.TemporaryDirectory(prefix="cortex-artifact-") as tmp:
+        return Path(client.download_artifacts(run_id, path, tmp)).read_text(encoding="utf-8")

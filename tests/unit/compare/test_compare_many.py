@@ -13,6 +13,7 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 from support.compare_runs import KEYS, log_run, new_store, per_query, rows_of
+from support.stores import artifact_text
 
 from cortex_exp.compare.cli import main
 
@@ -99,7 +100,7 @@ def test_the_table_fits_and_the_comparison_run_holds_it_and_the_plot(store, caps
     assert tags["candidate.3.decides"] == "false" and tags["verdict.1.recall_at_5"] == "better"
     assert comp.data.metrics["family"] == 15 and "c2.diff_recall_at_5" in comp.data.metrics
     assert {"report.md", "candidates.png", "compare.json"} <= {f.path for f in client.list_artifacts(comp_id)}
-    stored = json.loads(open(client.download_artifacts(comp_id, "compare.json")).read())
+    stored = json.loads(artifact_text(client, comp_id, "compare.json"))
     assert set(stored) == MANY_KEYS and len(stored["candidates"]) == 3
     for key in ("base", "v2", "hy", "gb"):
         run = client.get_run(runs[key])

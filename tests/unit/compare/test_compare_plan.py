@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 from support.compare_runs import log_run, new_store
+from support.stores import artifact_text
 
 from cortex_exp.compare.cli import main as compare_main
 from cortex_exp.compare.plans.cli import main as plan_main
@@ -133,7 +134,7 @@ def test_a_decision_names_every_guardrail_in_the_table_the_json_and_its_mlflow_r
     run = client.get_run(comp_id)
     assert run.data.tags["guardrail.noise_at_5"] == run.data.tags["guardrail.mrr"] == "held"
     assert run.data.metrics["guardrail_ci_high_noise_at_5"] == rails["noise_at_5"]["ci_high"]
-    record = json.loads(open(client.download_artifacts(comp_id, "decisions.json")).read())
+    record = json.loads(artifact_text(client, comp_id, "decisions.json"))
     (kept,) = record["decisions"]
     assert kept["guardrails"] == result["decision"]["guardrails"] and kept["candidate"] == cand
     assert kept["queries"] == [f"q{i:02d}" for i in range(N)]  # the queries the decision read
@@ -162,7 +163,7 @@ def test_void_for_each_reason(store, capsys):
     assert all(any("--candidates 2" in r for r in c["decision"]["reasons"]) for c in result["candidates"])
     # the plan changed after it was made: its plan.json no longer gives its digest
     client = mlflow.MlflowClient(uri)
-    stored = json.loads(open(client.download_artifacts(plan_id, "plan.json")).read())
+    stored = json.loads(artifact_text(client, plan_id, "plan.json"))
     mlflow.set_tracking_uri(uri)
     try:
         client.log_dict(plan_id, {**stored, "min_effect_value": 0.001}, "plan.json")
@@ -336,7 +337,7 @@ def test_a_plan_recorded_before_it_fixed_the_interval_keeps_its_digest_and_decid
 
     uri, exp, runs = store
     client = mlflow.MlflowClient(uri)
-    made = json.loads(open(client.download_artifacts(plan(capsys, uri), PLAN_FILE)).read())
+    made = json.loads(artifact_text(client, plan(capsys, uri), PLAN_FILE))
     assert made["ci"] == "t" and "seed" not in made  # a plan made now: the method it fixes
     older = {k: v for k, v in made.items() if k not in ("ci", "seed")}  # as plan create wrote it before
     old_id = log_plan(uri, client.get_experiment(exp).name, "plan: older", older, digest_of(older), "an older plan")

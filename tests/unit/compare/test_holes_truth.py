@@ -8,12 +8,11 @@ computes."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from mlflow.tracking import MlflowClient
 from support.holes_world import KS, measure, queries, toy_world
 from support.lifecycle import migrated_store, store_from
+from support.stores import artifact_text
 
 from cortex_exp.compare.holes import series
 from cortex_exp.metrics import NOISE, POSITIVE, family_of, metric_names
@@ -25,8 +24,8 @@ def measured(tmp_path_factory):
     uri = store_from(migrated_store(tmp_path_factory.mktemp("template")), tmp_path_factory.mktemp("store"))
     runs = {}
     for retriever, run_id in measure(root, uri).items():
-        path = MlflowClient(uri).download_artifacts(run_id, "per_query.jsonl")
-        runs[retriever] = {r["qid"]: r for r in map(json.loads, Path(path).read_text().splitlines())}
+        text = artifact_text(uri, run_id, "per_query.jsonl")
+        runs[retriever] = {r["qid"]: r for r in map(json.loads, text.splitlines())}
     return runs, truth, queries(root)
 
 

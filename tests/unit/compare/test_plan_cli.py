@@ -9,6 +9,7 @@ import mlflow
 import numpy as np
 import pytest
 from support.compare_runs import log_run, new_store, per_query
+from support.stores import artifact_text
 
 from cortex_exp.compare.plans.cli import main as plan_main
 from cortex_exp.compare.plans.plan import Plan
@@ -58,7 +59,7 @@ def test_a_plan_is_a_run_holding_the_plan_and_its_digest(store, capsys):
     client = mlflow.MlflowClient(uri)
     run = client.get_run(plan_id)
     assert run.data.tags["kind"] == "plan" and run.data.tags["baseline"] == runs["v1"]
-    plan = Plan.from_dict(json.loads(open(client.download_artifacts(plan_id, "plan.json")).read()))
+    plan = Plan.from_dict(json.loads(artifact_text(client, plan_id, "plan.json")))
     assert run.data.params["plan_digest"] == run.data.tags["plan_digest"] == plan.digest()
     assert (plan.primary, plan.min_effect_value, plan.candidates, plan.golden_id) == ("recall_at_24", 0.05, 2, "g1")
     assert plan.hypothesis == "k1 0.9 finds more" and plan.guardrails[0].worse == "up"
@@ -66,7 +67,7 @@ def test_a_plan_is_a_run_holding_the_plan_and_its_digest(store, capsys):
     assert f"needs {plan.queries_needed} paired queries; the golden set holds 30" in err
     assert err.startswith("WARNING: UNDERPOWERED PLAN") and plan.queries_needed > 30
     assert f"queries needed: {plan.queries_needed} paired queries" in out
-    rows = [json.loads(line) for line in open(client.download_artifacts(runs["v1"], "per_query.jsonl"))]
+    rows = [json.loads(line) for line in artifact_text(client, runs["v1"], "per_query.jsonl").splitlines()]
     assert plan.baseline_sd == pytest.approx(np.std([r["recall_at_24"] for r in rows], ddof=1))
 
 

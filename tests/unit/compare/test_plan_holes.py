@@ -12,6 +12,7 @@ import mlflow
 import numpy as np
 import pytest
 from support.compare_runs import log_run, new_store
+from support.stores import artifact_text
 
 from cortex_exp.compare.cli import main as compare_main
 from cortex_exp.compare.plans.cli import main as plan_main
@@ -166,14 +167,14 @@ def test_a_ppi_plan_needs_a_judge_and_a_primary_it_estimates(store, capsys, extr
 def test_a_ppi_plan_fixes_the_audit_and_states_the_size_it_needs(store, capsys):
     uri, _, base = store
     plan_id, out = plan(capsys, uri, base, "--holes", "ppi", "--judge", "j1", "--audit-size", "120")
-    made = json.loads(open(mlflow.MlflowClient(uri).download_artifacts(plan_id, "plan.json")).read())
+    made = json.loads(artifact_text(mlflow.MlflowClient(uri), plan_id, "plan.json"))
     # the baseline ranks three holes in each top 5: 3 of 5 equal recall@5 weights
     assert made["holes"] == "ppi" and made["judge"] == "j1" and (made["audit_size"], made["audit_seed"]) == (120, 0)
     assert made["hole_share"] == pytest.approx(0.6)
     # 40 queries cannot detect 0.02 even with every hole judged; they can 0.6, with an audit
     assert "audit_needed" not in made and "estimate: no audit size reaches recall_at_5 0.02" in out
     plan_id, out = plan(capsys, uri, base, "--holes", "ppi", "--judge", "j1", "--min-effect", "0.6")
-    made = json.loads(open(mlflow.MlflowClient(uri).download_artifacts(plan_id, "plan.json")).read())
+    made = json.loads(artifact_text(mlflow.MlflowClient(uri), plan_id, "plan.json"))
     assert made["audit_needed"] > 0 and f"estimate: about {made['audit_needed']} audited documents" in out
 
 

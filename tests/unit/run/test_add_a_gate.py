@@ -8,12 +8,11 @@ of the package changes."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from mlflow.tracking import MlflowClient
 from support.cli import compose
 from support.lifecycle import data_args, migrated_store, store_from, store_runs, tiny_dataset
+from support.stores import artifact_text
 
 from cortex_exp.errors import GateRefused
 from cortex_exp.findings import Action, Finding
@@ -57,8 +56,7 @@ def setup(tmp_path, template):
 
 
 def recorded_findings(uri, run_id) -> list[dict]:
-    path = MlflowClient(uri).download_artifacts(run_id, "findings.json")
-    return json.loads(Path(path).read_text())
+    return json.loads(artifact_text(uri, run_id, "findings.json"))
 
 
 def only_run(uri):
