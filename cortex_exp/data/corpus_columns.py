@@ -271,7 +271,11 @@ class Part(NamedTuple):
     probe_flags: bytes
 
 
-def _utf8_lengths(strings: list[str]) -> np.ndarray:
+def _utf8_lengths(strings: list[str], joined: str) -> np.ndarray:
+    """The length in UTF-8 of each string, `joined` being all of them one after the other (when it
+    is ASCII, as most spans are, each length is its count of characters: no string is encoded)."""
+    if joined.isascii():
+        return np.fromiter(map(len, strings), np.int64, len(strings))
     return np.fromiter((len(s) if s.isascii() else len(s.encode()) for s in strings), np.int64, len(strings))
 
 
@@ -298,15 +302,17 @@ class PartBuilder:
         """The part, its fields' bytes written into a file of its own in the writer's folder
         `into` (`ColumnsWriter.tmp`: a gigabyte of texts never goes through a pipe), named after
         where the span starts; None when that file cannot be written (the writer says so)."""
-        fields = into / f"part-{start}.fields"
+        fields, joined = into / f"part-{start}.fields", "".join(self._fields)
         try:
             with open(fields, "xb") as fh:
-                fh.write("".join(self._fields).encode())
+                fh.write(joined.encode())
         except OSError:
             return None
-        ids = "".join(self._ids).encode()
-        lengths = _utf8_lengths(self._ids), _utf8_lengths(self._fields)
-        return Part(ids, lengths[0], fields, lengths[1], bytes(self._flags), bytes(self._keys), bytes(self._key_flags))
+        field_lengths = _utf8_lengths(self._fields, joined)
+        ids = "".join(self._ids)
+        id_lengths = _utf8_lengths(self._ids, ids)
+        flags, keys, key_flags = bytes(self._flags), bytes(self._keys), bytes(self._key_flags)
+        return Part(ids.encode(), id_lengths, fields, field_lengths, flags, keys, key_flags)
 
 
 class ColumnsWriter:
