@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from cortex_exp.data.corpus_columns import Columns, read_columns, write_columns
+from cortex_exp.data.corpus_columns import Columns, ColumnsWriter, read_columns
 from cortex_exp.data.corpus_file import FileDocuments, file_sha256, read_documents
 from cortex_exp.data.document import (
     FIELDS,
@@ -51,6 +51,7 @@ __all__ = [
     "CorpusDiff",
     "Document",
     "canonical_json",
+    "columns_writer",
     "diff_hashes",
     "document_hash",
     "fingerprint_of",
@@ -170,10 +171,14 @@ class Corpus:
         self.always_served = always_served
         self.fingerprint = kept[0] if kept else self._fingerprint()
 
+    def _sorted_order(self) -> np.ndarray:
+        """The rows in the order of their ids sorted (the fingerprint's, and the columns'), sorted once."""
+        if self._order is None:
+            self._order = np.array(sorted(range(len(self.ids)), key=self.ids.__getitem__), dtype=np.int64)
+        return self._order
+
     def _sorted_rows(self) -> list[int]:
-        if self._order is not None:
-            return self._order.tolist()
-        return sorted(range(len(self.ids)), key=self.ids.__getitem__)
+        return self._sorted_order().tolist()
 
     def _id_hash_lines(self) -> Iterator[tuple[str, str]]:
         """(id, hex hash) of every document, ids sorted."""
@@ -219,6 +224,12 @@ class Corpus:
         without building the record (a million documents' hashes take a second, not twenty)."""
         return record_json({"fingerprint": self.fingerprint, "size": len(self)}, self._id_hash_lines(), extra)
 
+    def keep(self, writer: ColumnsWriter, sha256: str) -> Path | None:
+        """The columns `writer` holds of this corpus's documents, completed with their hashes,
+        fingerprint, order (and probe keys, when this corpus holds them) and kept as the columns
+        of the JSONL of this sha256 (`ColumnsWriter.keep`)."""
+        return writer.keep(sha256, self._digests, self.fingerprint, self._sorted_order(), self._probe)
+
 
 def record_json(head: dict, documents: Iterable[tuple[str, str]], extra: dict | None = None) -> str:
     """`json.dumps({**head, "documents": dict(documents), **extra}, indent=2, ensure_ascii=False) + "\\n"`,
@@ -246,13 +257,19 @@ def load_corpus(path: Path | str, cache: Path | None = None) -> Corpus:
     return keep_columns(corpus, scanned.docs.sha256(), cache)
 
 
+def columns_writer(cache: Path | None = None) -> ColumnsWriter:
+    """A writer of a corpus's columns into `cache` (default: `cache.dir`'s, as `load_corpus`)."""
+    return ColumnsWriter(CacheSettings().path if cache is None else Path(cache))
+
+
 def keep_columns(corpus: Corpus, sha256: str, cache: Path | None = None) -> Corpus:
     """The corpus read from the columns kept for the JSONL of this sha256 (the bytes its
     documents were read from), written first from its documents; the corpus as it was when
-    they cannot be written (`corpus_columns.write_columns` says why)."""
+    they cannot be written (`corpus_columns.ColumnsWriter` says why)."""
     cache = CacheSettings().path if cache is None else Path(cache)
-    order = corpus._sorted_rows()
-    kept = write_columns(cache, sha256, corpus.docs, corpus._digests, corpus.fingerprint, order, corpus._probe)
+    with ColumnsWriter(cache) as writer:
+        writer.add_documents(corpus.docs, probe=corpus._probe is None)
+        kept = corpus.keep(writer, sha256)
     columns = read_columns(cache, sha256) if kept else None
     return corpus if columns is None else Corpus.of_columns(columns, corpus.path)
 

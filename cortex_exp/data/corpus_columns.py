@@ -13,6 +13,10 @@ hashes every line (`corpus_file`); what it found is then kept as arrays in
     columns.json               format, the JSONL's sha256, size, fingerprint, each file's sha256,
                                and `digest`: the sha256 of the JSONL's sha256 and of all these
 
+They are written in one place, `ColumnsWriter`, from parts made where a span of documents is at
+hand (`PartBuilder`): the workers of a first reading, or import-beir's converter as it converts
+each span (`golden/beir.py`), so that the corpus it writes is never read back to write them.
+
 Every later reading of a file with those bytes hashes the file (one sequential read, no
 parsing) and maps its columns instead: the documents are read from `fields.npy` at their
 bounds, the fingerprint and the probe's keys are the ones kept. The columns are proven as the
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import logging
 import os
@@ -39,7 +44,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cortex_exp.data.document import Document, probe_key
+from cortex_exp.data.document import Document, probe_arrays, probe_key_of
 from cortex_exp.parallel import ordered_map
 from cortex_exp.redact import scrub
 
@@ -221,12 +226,26 @@ class _Blob:
     def __init__(self, path: Path):
         self.fh = open(path, "wb")  # noqa: SIM115 - closed by `close`
         self.fh.write(bytes(self.HEADER))
+        self.fh.flush()  # nothing buffered for a forked worker to inherit
         self.size = 0
-        self.hash = hashlib.sha256()
 
     def add(self, data: bytes) -> None:
         self.fh.write(data)
         self.size += len(data)
+
+    def add_file(self, path: Path) -> int:
+        """The bytes of the file `path` appended, copied by the kernel (`os.sendfile`); their count."""
+        self.fh.flush()
+        with open(path, "rb") as src:
+            n, done = os.fstat(src.fileno()).st_size, 0
+            while done < n:
+                sent = os.sendfile(self.fh.fileno(), src.fileno(), done, n - done)
+                if sent == 0:
+                    raise OSError(f"{path} ended after {done} of its {n} bytes")
+                done += sent
+        self.fh.seek(0, os.SEEK_END)  # the buffered file told where the kernel left the descriptor
+        self.size += n
+        return n
 
     def close(self) -> str:
         """The file's sha256, once its header is written."""
@@ -240,100 +259,205 @@ class _Blob:
             return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def write_columns(
-    cache: Path,
-    sha256: str,
-    docs: Sequence[Document],
-    digests: np.ndarray,
-    fingerprint: str,
-    order: Sequence[int],
-    probe: tuple[np.ndarray, np.ndarray] | None = None,
-) -> Path | None:
-    """Keep the columns of the JSONL of this sha256: its documents read once more, in order (a
-    `probe_key` computed for each when `probe` is not given); written into a folder of its own
-    and renamed into place whole. None, with a `WARNING: CACHE` line, when it cannot be
-    written: the next reading parses the JSONL again, nothing else is lost."""
-    where = folder(cache, sha256)
-    tmp = where.with_name(f".{sha256}.tmp-{os.getpid()}")
-    try:
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        files, n = _write_files(tmp, docs, probe)
-        arrays = {"digests": np.ascontiguousarray(digests, dtype=np.uint8), "order": np.asarray(order, dtype=np.int64)}
-        for name, array in arrays.items():
-            np.save(tmp / f"{name}.npy", array, allow_pickle=False)
-            files[name] = hashlib.sha256((tmp / f"{name}.npy").read_bytes()).hexdigest()
-        meta = {"format": FORMAT, "jsonl_sha256": sha256, "size": n, "fingerprint": fingerprint, "files": files}
-        meta["digest"] = _digest(sha256, meta)
-        (tmp / "columns.json").write_text(json.dumps(meta, indent=2) + "\n")
-        _into_place(tmp, where)
-    except OSError as exc:  # a cache that cannot be written costs time next run, not this run's result
-        _warn(f"WARNING: CACHE {where}: cannot be written ({exc}); the corpus's columns were not kept")
-        shutil.rmtree(tmp, ignore_errors=True)
-        return None
-    return where
+class Part(NamedTuple):
+    """What a span of documents adds to the columns, in document order (`PartBuilder.part`)."""
+
+    ids: bytes  # the ids' UTF-8, one after the other
+    id_lengths: np.ndarray
+    fields: Path  # the file holding the fields' UTF-8 (title, text, project, kind of each document)
+    field_lengths: np.ndarray
+    flags: bytes
+    probe_keys: bytes  # empty when the writer is given the probe keys (`ColumnsWriter.keep`)
+    probe_flags: bytes
 
 
-SPAN = 20_000  # documents a worker turns into column bytes at a time
+def _utf8_lengths(strings: list[str], joined: str) -> np.ndarray:
+    """The length in UTF-8 of each string, `joined` being all of them one after the other (when it
+    is ASCII, as most spans are, each length is its count of characters: no string is encoded)."""
+    if joined.isascii():
+        return np.fromiter(map(len, strings), np.int64, len(strings))
+    return np.fromiter((len(s) if s.isascii() else len(s.encode()) for s in strings), np.int64, len(strings))
 
 
-def _write_files(tmp: Path, docs: Sequence[Document], probe) -> tuple[dict[str, str], int]:
-    """ids, fields, their bounds, flags and (unless given) the probe keys, the documents read
-    in spans on every worker (`cortex_exp.parallel`) and written in order."""
-    ids, fields = _Blob(tmp / "ids.npy"), _Blob(tmp / "fields.npy")
-    ids_at, fields_at, flags, keys, key_flags = [np.zeros(1, np.int64)], [np.zeros(1, np.int64)], [], [], []
-    spans = [(start, min(start + SPAN, len(docs))) for start in range(0, len(docs), SPAN)]
-    try:
-        for part in ordered_map(_span_columns, spans, _Docs, (docs, probe is None)):
-            id_bytes, id_lengths, field_bytes, field_lengths, part_flags, part_keys, part_key_flags = part
-            ids_at.append(ids.size + np.cumsum(id_lengths))
-            fields_at.append(fields.size + np.cumsum(field_lengths))
-            ids.add(id_bytes)
-            fields.add(field_bytes)
-            flags.append(part_flags)
-            keys.append(part_keys)
-            key_flags.append(part_key_flags)
-    finally:
-        files = {"ids": ids.close(), "fields": fields.close()}
-    n = sum(len(f) for f in flags)
-    if probe is None:
-        probe = np.frombuffer(b"".join(keys), np.uint8).reshape(n, 16), np.frombuffer(b"".join(key_flags), np.uint8)
-    arrays = {
-        "ids_at": np.concatenate(ids_at).astype(np.int64),
-        "fields_at": np.concatenate(fields_at).astype(np.int64),
-        "flags": np.frombuffer(b"".join(flags), dtype=np.uint8),
-        "probe_keys": np.ascontiguousarray(probe[0], dtype=np.uint8),
-        "probe_flags": np.ascontiguousarray(probe[1], dtype=np.uint8),
-    }
-    for name, array in arrays.items():
-        np.save(tmp / f"{name}.npy", array, allow_pickle=False)
-        files[name] = hashlib.sha256((tmp / f"{name}.npy").read_bytes()).hexdigest()
-    return files, n
+class PartBuilder:
+    """One span's `Part`, made where the span's documents are at hand (a worker reading a corpus,
+    the import's converter): `add` each document's fields in order, then `part`."""
+
+    def __init__(self, probe: bool = True):
+        self._ids: list[str] = []
+        self._fields: list[str] = []
+        self._flags, self._keys, self._key_flags = bytearray(), bytearray(), bytearray()
+        self._probe = probe  # whether to compute each document's `probe_key`
+
+    def add(self, doc_id: str, title: str, text: str, project: str | None, kind: str, always_served: bool) -> None:
+        self._ids.append(doc_id)
+        self._fields += (title, text, project or "", kind)
+        self._flags.append((ALWAYS_SERVED if always_served else 0) | (NO_PROJECT if project is None else 0))
+        if self._probe:
+            key, flag = probe_key_of(title, text, always_served)
+            self._keys += key
+            self._key_flags.append(flag)
+
+    def part(self, into: Path, start: int) -> Part | None:
+        """The part, its fields' bytes written into a file of its own in the writer's folder
+        `into` (`ColumnsWriter.tmp`: a gigabyte of texts never goes through a pipe), named after
+        where the span starts; None when that file cannot be written (the writer says so)."""
+        fields, joined = into / f"part-{start}.fields", "".join(self._fields)
+        try:
+            with open(fields, "xb") as fh:
+                fh.write(joined.encode())
+        except OSError:
+            return None
+        field_lengths = _utf8_lengths(self._fields, joined)
+        ids = "".join(self._ids)
+        id_lengths = _utf8_lengths(self._ids, ids)
+        flags, keys, key_flags = bytes(self._flags), bytes(self._keys), bytes(self._key_flags)
+        return Part(ids.encode(), id_lengths, fields, field_lengths, flags, keys, key_flags)
+
+
+class ColumnsWriter:
+    """The columns of one corpus, written as its parts come, in document order (`add`, or
+    `add_documents`), into a folder of their own in `cache` (`tmp`), then completed and renamed
+    into place whole under the JSONL's sha256 (`keep`): the one place that knows their layout.
+
+    A cache that cannot be written costs time next run, not this run's result: the first
+    failure is said in a `WARNING: CACHE` line and the writer writes nothing more (`tmp` is
+    None when its folder could not even be made). Used as a context manager, whatever was not
+    kept is removed however the caller ends (after the workers it gave `tmp` to are done); a
+    killed process leaves a folder no reader trusts (not named for a sha256), removed by the
+    next writer of a process with the same pid."""
+
+    _made = itertools.count()
+
+    def __init__(self, cache: Path):
+        self.cache = Path(cache)
+        self.tmp: Path | None = self.cache / "corpus" / f".columns.tmp-{os.getpid()}-{next(self._made)}"
+        self._ids_at, self._fields_at = [np.zeros(1, np.int64)], [np.zeros(1, np.int64)]
+        self._flags, self._keys, self._key_flags = bytearray(), bytearray(), bytearray()
+        self._blobs: list[_Blob] = []
+        self._failed = False
+        try:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp.mkdir(parents=True)
+            self._blobs = [_Blob(self.tmp / "ids.npy"), _Blob(self.tmp / "fields.npy")]
+        except OSError as exc:
+            self._fail(exc)
+            self.discard()
+
+    def __enter__(self) -> ColumnsWriter:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.discard()
+
+    def add(self, part: Part | None) -> None:
+        """The next span's part (None: its worker could not write it, and no columns are kept)."""
+        if self.tmp is None or self._failed:
+            return
+        if part is None:
+            self._fail("a worker could not write its part")
+            return
+        ids, fields = self._blobs
+        try:
+            self._ids_at.append(ids.size + np.cumsum(part.id_lengths))
+            self._fields_at.append(fields.size + np.cumsum(part.field_lengths))
+            ids.add(part.ids)
+            if fields.add_file(part.fields) != int(part.field_lengths.sum()):
+                raise OSError(f"{part.fields} does not hold the bytes its bounds say")
+            part.fields.unlink()
+        except OSError as exc:
+            self._fail(exc)
+            return
+        self._flags += part.flags
+        self._keys += part.probe_keys
+        self._key_flags += part.probe_flags
+
+    def add_documents(self, docs: Sequence[Document], probe: bool) -> None:
+        """The parts of these documents, made in spans on every worker (`cortex_exp.parallel`),
+        each document's `probe_key` computed when `probe`."""
+        if self.tmp is None or self._failed:
+            return
+        spans = [(start, min(start + SPAN, len(docs))) for start in range(0, len(docs), SPAN)]
+        for part in ordered_map(_span_part, spans, _Docs, (docs, self.tmp, probe)):
+            self.add(part)
+
+    def keep(
+        self,
+        sha256: str,
+        digests: np.ndarray,
+        fingerprint: str,
+        order: np.ndarray,
+        probe: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> Path | None:
+        """The columns completed with the documents' hashes, fingerprint and sorted order (and
+        their probe keys when the parts hold none), proven (`columns.json`) and renamed into
+        place as the columns of the JSONL of this sha256; their folder, or None when they could
+        not be written (said)."""
+        if self.tmp is None or self._failed:
+            return None
+        where = folder(self.cache, sha256)
+        try:
+            files = {"ids": self._blobs[0].close(), "fields": self._blobs[1].close()}
+            n = len(self._flags)
+            keys, key_flags = probe if probe is not None else probe_arrays(self._keys, self._key_flags, n)
+            arrays = {
+                "ids_at": np.concatenate(self._ids_at),
+                "fields_at": np.concatenate(self._fields_at),
+                "flags": np.frombuffer(bytes(self._flags), dtype=np.uint8),
+                "digests": digests,
+                "probe_keys": keys,
+                "probe_flags": key_flags,
+                "order": order,
+            }
+            for name, array in arrays.items():
+                dtype = np.int64 if name in ("ids_at", "fields_at", "order") else np.uint8
+                np.save(self.tmp / f"{name}.npy", np.ascontiguousarray(array, dtype=dtype), allow_pickle=False)
+                files[name] = hashlib.sha256((self.tmp / f"{name}.npy").read_bytes()).hexdigest()
+            meta = {"format": FORMAT, "jsonl_sha256": sha256, "size": n, "fingerprint": fingerprint, "files": files}
+            meta["digest"] = _digest(sha256, meta)
+            (self.tmp / "columns.json").write_text(json.dumps(meta, indent=2) + "\n")
+            _into_place(self.tmp, where)
+        except OSError as exc:
+            self._fail(exc, where)
+            return None
+        self.tmp = None
+        return where
+
+    def discard(self) -> None:
+        """Whatever was written and not kept, removed."""
+        for blob in self._blobs:
+            blob.fh.close()
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
+
+    def _fail(self, problem: OSError | str, where: Path | None = None) -> None:
+        """Said once; nothing more written (the folder removed by `discard`, once no worker writes in it)."""
+        where = where or self.cache / "corpus"
+        _warn(f"WARNING: CACHE {where}: cannot be written ({problem}); the corpus's columns were not kept")
+        self._failed = True
+        for blob in self._blobs:
+            blob.fh.close()
+
+
+SPAN = 20_000  # documents a worker turns into a part at a time (`add_documents`)
 
 
 class _Docs(NamedTuple):
-    """A worker's state: the documents (inherited, never pickled) and whether to compute probe keys."""
+    """A worker's state: the documents (inherited, never pickled), the writer's folder, and
+    whether to compute probe keys."""
 
     docs: Sequence[Document]
+    into: Path
     probe: bool
 
 
-def _span_columns(state: _Docs, span: tuple[int, int]):
-    """The column bytes of the documents span[0]..span[1]: (ids, their lengths, fields, their
-    lengths, flags, probe keys, probe flags)."""
-    id_parts, field_parts, flags, keys, key_flags = [], [], bytearray(), bytearray(), bytearray()
+def _span_part(state: _Docs, span: tuple[int, int]) -> Part | None:
+    """The part of the documents span[0]..span[1]."""
+    builder = PartBuilder(state.probe)
     for doc in state.docs[span[0] : span[1]]:
-        id_parts.append(doc.id.encode("utf-8"))
-        field_parts += (v.encode("utf-8") for v in (doc.title, doc.text, doc.project or "", doc.kind))
-        flags.append((ALWAYS_SERVED if doc.always_served else 0) | (NO_PROJECT if doc.project is None else 0))
-        if state.probe:
-            key, flag = probe_key(doc)
-            keys += key
-            key_flags.append(flag)
-    id_lengths = np.fromiter(map(len, id_parts), np.int64, len(id_parts))
-    field_lengths = np.fromiter(map(len, field_parts), np.int64, len(field_parts))
-    joined = b"".join(id_parts), id_lengths, b"".join(field_parts), field_lengths
-    return (*joined, bytes(flags), bytes(keys), bytes(key_flags))
+        builder.add(doc.id, doc.title, doc.text, doc.project, doc.kind, doc.always_served)
+    return builder.part(state.into, span[0])
 
 
 def _into_place(tmp: Path, where: Path) -> None:

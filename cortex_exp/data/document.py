@@ -92,9 +92,13 @@ def document_hash(doc: Document) -> str:
 def probe_text(doc: Document) -> str:
     """The document's probe query (run/probe.py): its title, else the first `TEXT_WORDS` words of
     its text, else "" (the document cannot be probed)."""
-    if doc.title.strip():
-        return doc.title.strip()
-    return " ".join(doc.text.split()[:TEXT_WORDS])
+    return _probe_text(doc.title, doc.text)
+
+
+def _probe_text(title: str, text: str) -> str:
+    if title.strip():
+        return title.strip()
+    return " ".join(text.split()[:TEXT_WORDS])
 
 
 def probe_key(doc: Document) -> tuple[bytes, int]:
@@ -102,12 +106,18 @@ def probe_key(doc: Document) -> tuple[bytes, int]:
     zero bytes when it has none; its flags, `ALWAYS | WORDS | HAS_TEXT`). Computed for every
     document as the corpus file is scanned, so that choosing the probe never reads the file
     again (a million titles are counted in 17 MB)."""
-    text = probe_text(doc)
-    flags = ALWAYS if doc.always_served else 0
-    if not text:
+    return probe_key_of(doc.title, doc.text, doc.always_served)
+
+
+def probe_key_of(title: str, text: str, always_served: bool) -> tuple[bytes, int]:
+    """`probe_key` of the document of these fields, for a writer that holds them without a
+    `Document` (the import's converter, `corpus_columns.PartBuilder`)."""
+    probe = _probe_text(title, text)
+    flags = ALWAYS if always_served else 0
+    if not probe:
         return bytes(16), flags
-    key = hashlib.blake2b(text.casefold().encode("utf-8", "surrogatepass"), digest_size=16).digest()
-    return key, flags | HAS_TEXT | (WORDS if _TWO_WORDS.search(text) else 0)
+    key = hashlib.blake2b(probe.casefold().encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return key, flags | HAS_TEXT | (WORDS if _TWO_WORDS.search(probe) else 0)
 
 
 def probe_arrays(keys: bytes | bytearray, flags: bytes | bytearray, n: int):

@@ -5,8 +5,9 @@ positive, 0 is noise. `project` is null unless the data names one (`metadata.pro
 
 The corpus is one pass, not a copy: read in spans of whole lines on every worker
 (`cortex_exp.parallel`), each document validated, hashed once and turned into its line of our
-corpus.jsonl, the lines written in order; the import holds the ids and hashes, not the
-documents. A problem anywhere reads the file again in one pass that words every problem with
+corpus.jsonl and its part of that corpus's columns (`corpus_columns`, kept in `cache.dir`), both
+written in order; the import holds the ids and hashes, not the documents, and never reads the
+corpus it wrote. A problem anywhere reads the file again in one pass that words every problem with
 its line number, and nothing is written.
 """
 
@@ -24,10 +25,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from json.encoder import encode_basestring
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
-from cortex_exp.data.corpus import Corpus, Document, keep_columns
+from cortex_exp.data.corpus import Corpus, Document, columns_writer
+from cortex_exp.data.corpus_columns import ColumnsWriter, Part, PartBuilder
 from cortex_exp.data.corpus_file import SPAN, file_documents
 from cortex_exp.data.files import decode_text, open_input, read_input
 from cortex_exp.data.jsonl import Problems, brief, check_field, iter_jsonl, iter_lines, parse_line
@@ -101,12 +104,19 @@ class _Converted:
     lines: bytes  # one after the other, each with its newline (a worker's part: in `written` instead)
     lengths: array  # of each line, its newline included
     written: Path | None = None  # the file a worker wrote the lines into (`_convert_span`)
+    columns: Part | None = None  # the documents' part of the corpus's columns (`_convert_span`)
 
 
-def _convert(lines: Iterable[tuple[int, int, bytes]], problems: Problems, first: dict[str, int]) -> _Converted:
+def _convert(
+    lines: Iterable[tuple[int, int, bytes]],
+    problems: Problems,
+    first: dict[str, int],
+    columns: PartBuilder | None = None,
+) -> _Converted:
     """Our corpus.jsonl line (`json.dumps(doc.as_json(), ensure_ascii=False)`'s characters) and
     the hash (`document_digest`) of every valid document of BEIR lines (number, offset, line),
-    each string JSON-encoded once for both."""
+    each string JSON-encoded once for both; each document's fields added to `columns` too, so
+    that the corpus's columns are written without reading the written corpus back."""
     out, written = _Converted([], bytearray(), b"", array("q")), []
     for line, _, raw in lines:
         if not raw.strip() or (obj := parse_line(raw, line, problems)) is None:
@@ -119,11 +129,9 @@ def _convert(lines: Iterable[tuple[int, int, bytes]], problems: Problems, first:
             fields = doc.id, doc.title, doc.text, doc.project
         doc_id, title, text, project = fields
         first[doc_id] = line
-        i, title, text = encode_basestring(doc_id), encode_basestring(title), encode_basestring(text)
-        project = "null" if project is None else encode_basestring(project)
-        canonical = (
-            f'{{"always_served":false,"id":{i},"kind":"document","project":{project},"text":{text},"title":{title}}}'
-        )
+        i, t, x = encode_basestring(doc_id), encode_basestring(title), encode_basestring(text)
+        p = "null" if project is None else encode_basestring(project)
+        canonical = f'{{"always_served":false,"id":{i},"kind":"document","project":{p},"text":{x},"title":{t}}}'
         try:
             digest = hashlib.sha256(canonical.encode("utf-8")).digest()
         except UnicodeEncodeError as exc:  # a lone surrogate escape ("\ud800"): no UTF-8 to write
@@ -131,7 +139,9 @@ def _convert(lines: Iterable[tuple[int, int, bytes]], problems: Problems, first:
             continue
         out.ids.append(doc_id)
         out.digests += digest
-        head = f'{{"id": {i}, "title": {title}, "text": {text}, "project": {project}, '
+        if columns is not None:
+            columns.add(doc_id, title, text, project, "document", False)
+        head = f'{{"id": {i}, "title": {t}, "text": {x}, "project": {p}, '
         written.append(head + '"kind": "document", "always_served": false}\n')
     out.lines = "".join(written).encode()
     out.lengths.extend(len(w) if w.isascii() else len(w.encode()) for w in written)
@@ -153,9 +163,13 @@ def _plain_fields(obj: dict, first: dict[str, int]) -> tuple[str, str, str, str 
     return doc_id, title, text, project
 
 
-def _span_state(fd: int, base: Path) -> tuple[int, Path]:
-    """A worker's state: the open BEIR file (inherited by the fork) and where its parts go."""
-    return fd, base
+class _SpanState(NamedTuple):
+    """A worker's state: the open BEIR file (inherited by the fork), the output its lines'
+    files are named after, and the columns writer's folder (None: no columns are written)."""
+
+    fd: int
+    base: Path
+    columns: Path | None
 
 
 _SPAN_FILE = "{}.span-{}"  # beside the output `base`: its name, then where the span starts
@@ -165,33 +179,38 @@ def _span_file(base: Path, span: tuple[int, int]) -> Path:
     return base.with_name(_SPAN_FILE.format(base.name, span[0]))
 
 
-def _convert_span(state: tuple[int, Path], span: tuple[int, int]) -> _Converted | None:
+def _convert_span(state: _SpanState, span: tuple[int, int]) -> _Converted | None:
     """`_convert` of one span of whole lines, its lines written by this worker into a file of
-    their own beside the output (`_span_file`: a gigabyte of lines never goes through a pipe),
-    or None when any line has a problem (nothing written)."""
-    fd, base = state
+    their own beside the output (`_span_file`: a gigabyte of lines never goes through a pipe)
+    and its part of the columns made (`PartBuilder`), or None when any line has a problem
+    (nothing written)."""
     problems = Problems(Path("span"))
-    part = _convert(lines_at(os.pread(fd, span[1] - span[0], span[0]), span[0]), problems, {})
+    builder = None if state.columns is None else PartBuilder()
+    part = _convert(lines_at(os.pread(state.fd, span[1] - span[0], span[0]), span[0]), problems, {}, builder)
     if problems.items or problems.truncated:
         return None
-    part.written = _span_file(base, span)
+    part.written = _span_file(state.base, span)
     with part.written.open("xb") as fh:
         fh.write(part.lines)
     part.lines = b""
+    if builder is not None and state.columns is not None:
+        part.columns = builder.part(state.columns, span[0])
     return part
 
 
-def _converted_parts(path: Path, base: Path) -> Generator[_Converted, None, None]:
+def _converted_parts(path: Path, base: Path, columns: Path | None) -> Generator[_Converted, None, None]:
     """The BEIR corpus converted span by span on every worker, in file order (each part's lines
-    in its `written` file, named after `base`); at a problem (or an id twice) the file
-    converted again in one pass, which raises every problem with its line number. The caller
-    takes each part's file before asking for the next; the rest are removed however this ends."""
+    in its `written` file, named after `base`; its part of the columns in the writer's folder
+    `columns`, unless None); at a problem (or an id twice) the file converted again in one
+    pass, which raises every problem with its line number. The caller takes each part's file
+    before asking for the next; the rest are removed however this ends (the columns' by their
+    writer, once this is closed: no worker writes any more)."""
     fh = open_input(path, "a .jsonl file")
     with fh:
         spans = line_spans(fh.fileno(), os.fstat(fh.fileno()).st_size, SPAN)
         seen: set[str] = set()
         _remove_spans(base)  # a crashed import of a process with this pid left them
-        parts = ordered_map(_convert_span, spans, _span_state, (fh.fileno(), base))
+        parts = ordered_map(_convert_span, spans, _SpanState, (fh.fileno(), base, columns))
         try:
             for part in parts:
                 if part is None or seen.intersection(part.ids) or len(set(part.ids)) != len(part.ids):
@@ -259,7 +278,8 @@ def read_qrels(path: Path) -> list[tuple[str, str, int]]:
 
 def import_beir(beir_dir: Path, out_dir: Path, now: datetime | None = None, how: str = "import-beir") -> GoldenSet:
     """One pass over the BEIR corpus writes our corpus.jsonl (beside the out folder, renamed into
-    it last) and hashes each document once; the corpus is held as its ids and hashes."""
+    it last) and its columns (in `cache.dir`, kept once the golden set is written), and hashes
+    each document once; the corpus is held as its ids and hashes."""
     beir_dir, out_dir = Path(beir_dir), Path(out_dir)
     qrels_path = find_qrels(beir_dir)
     corpus_path = beir_dir / "corpus.jsonl"
@@ -267,26 +287,31 @@ def import_beir(beir_dir: Path, out_dir: Path, now: datetime | None = None, how:
     check_out_dir(out_dir, inputs, extra_outputs=("corpus.jsonl",))
     out_dir.absolute().parent.mkdir(parents=True, exist_ok=True)
     tmp = out_dir.absolute().parent / f".{out_dir.name}.corpus.jsonl.tmp-{os.getpid()}"  # beside: renamed in
-    try:
-        corpus, corpus_sha256, written_sha256 = _corpus_pass(corpus_path, tmp)
-        golden = _golden_of(beir_dir, corpus, corpus_sha256, qrels_path, out_dir, now, how)
-        # the converted corpus joins the golden set's one commit: the old set or the new one, never a mix
-        write_golden(golden, out_dir, inputs, extra={"corpus.jsonl": lambda path: os.replace(tmp, path)})
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    keep_columns(corpus, written_sha256)  # every later reading of the written corpus maps its columns
+    with columns_writer() as columns:
+        try:
+            corpus, corpus_sha256, written_sha256 = _corpus_pass(corpus_path, tmp, columns)
+            golden = _golden_of(beir_dir, corpus, corpus_sha256, qrels_path, out_dir, now, how)
+            # the converted corpus joins the golden set's one commit: the old set or the new one, never a mix
+            write_golden(golden, out_dir, inputs, extra={"corpus.jsonl": lambda path: os.replace(tmp, path)})
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        corpus.keep(columns, written_sha256)  # every later reading of the written corpus maps its columns
     return golden
 
 
-def _corpus_pass(path: Path, out: Path) -> tuple[Corpus, str, str]:
+def _corpus_pass(path: Path, out: Path, columns: ColumnsWriter) -> tuple[Corpus, str, str]:
     """(the corpus as written to `out`, the sha256 of the BEIR file, the sha256 of `out`) after
     one streaming pass: converted in spans on every worker, written in order (and hashed as it
-    is), the BEIR file's sha256 computed beside."""
+    is) and given to `columns` in order, the BEIR file's sha256 computed beside."""
     ids: list[str] = []
     digests, lengths = bytearray(), array("q")
     file_hash, written = None, hashlib.sha256()
-    with ThreadPoolExecutor(1) as beside, out.open("wb") as fh, closing(_converted_parts(path, out)) as parts:
+    with (
+        ThreadPoolExecutor(1) as beside,
+        out.open("wb") as fh,
+        closing(_converted_parts(path, out, columns.tmp)) as parts,
+    ):
         for part in parts:
             file_hash = file_hash or beside.submit(sha256_file, path)  # after the workers are forked
             ids += part.ids
@@ -296,6 +321,7 @@ def _corpus_pass(path: Path, out: Path) -> tuple[Corpus, str, str]:
             with part.written.open("rb") as converted:
                 shutil.copyfileobj(converted, _Hashing(fh, written), 1 << 22)
             part.written.unlink()
+            columns.add(part.columns)
         sha256 = (file_hash or beside.submit(sha256_file, path)).result()
     sizes = np.frombuffer(lengths, dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(sizes) else sizes
