@@ -13,9 +13,9 @@ arrays it gives (`data`, `indices`, `indptr`) are bit for bit bm25s's for the sa
 only the distinct (document, term) pairs with their frequency, and each document's length
 (`pairs`, which a worker process can compute on its own: `add_pairs` takes its result).
 `scores(n_vocab)` then computes the document frequencies' idf, the average length, and fills
-the matrix chunk by chunk, reading each chunk's pairs back from the temporary file they
-waited in (so the matrix is never held beside all the pairs: only those of the chunks
-being placed, one a thread).
+the matrix slice by slice of each chunk, reading each slice's pairs back from the temporary
+file they waited in (so the matrix is never held beside all the pairs: only those of the
+slices being placed, one a thread).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from cortex_exp.parallel import worker_count
+
+SLICE = 1 << 18  # (document, term) pairs scored and placed at a time (`Bm25Matrix.scores`)
 
 
 @dataclass
@@ -97,12 +99,12 @@ class Bm25Matrix:
             self.df = np.concatenate([self.df, np.zeros(len(counts) - len(self.df), dtype=np.int64)])
         self.df[: len(counts)] += counts
 
-    def _read(self, chunk: _Spilled) -> tuple[np.ndarray, np.ndarray]:
-        """(terms, frequencies) of a chunk, read back from the spill file."""
-        tf_bytes = chunk.n * chunk.tf_dtype.itemsize
-        raw = os.pread(self._spill.fileno(), chunk.n * 4 + tf_bytes, chunk.at)
-        terms = np.frombuffer(raw, dtype=np.int32, count=chunk.n)
-        return terms, np.frombuffer(raw, dtype=chunk.tf_dtype, count=chunk.n, offset=chunk.n * 4)
+    def _read(self, chunk: _Spilled, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """(terms, frequencies) of the pairs start..stop of a chunk, read back from the spill file."""
+        fd, n, size = self._spill.fileno(), stop - start, chunk.tf_dtype.itemsize
+        terms = np.frombuffer(os.pread(fd, 4 * n, chunk.at + 4 * start), dtype=np.int32)
+        tf = np.frombuffer(os.pread(fd, size * n, chunk.at + 4 * chunk.n + size * start), dtype=chunk.tf_dtype)
+        return terms, tf
 
     def _idf(self, n_vocab: int, n_docs: int) -> np.ndarray:
         """bm25s's `_build_idf_array`: its idf function of each document frequency, as float32."""
@@ -115,10 +117,14 @@ class Bm25Matrix:
 
     def scores(self, n_vocab: int) -> dict:
         """bm25s's `scores` dict (`data`, `indices`, `indptr`, `num_docs`); the chunks are freed.
-        Each chunk's columns begin where the earlier chunks' end (`heads`, known from their terms
-        alone), so the chunks are scored and placed on several threads at once (`_score_chunk`:
-        numpy's sort and scatter, the GIL released), each writing places no other writes; as
-        many chunks are read back at a time as there are threads (one, with one worker)."""
+        Each chunk is scored and placed in slices of whole documents of at most `SLICE` pairs
+        (`_slices`), read back from the spill file one at a time: a slice's temporaries (~60
+        bytes a pair: its lengths, frequencies, scores, sort order and places) are what the
+        build holds beside the matrix — a whole chunk's, on each thread, were ~250 MB at a
+        million documents. Each slice's columns begin where the earlier slices' end (`heads`,
+        known from their terms alone), so slices are scored and placed on several threads at
+        once (`_score_slice`: numpy's sort and scatter, the GIL released), each writing places
+        no other writes; as many slices are read back at a time as there are threads."""
         self._spill.flush()
         lengths = np.concatenate([c.lengths for c in self.chunks])
         n_docs, avg_doc_len = len(lengths), lengths.mean()
@@ -131,22 +137,24 @@ class Bm25Matrix:
         data = np.empty(int(indptr[-1]), dtype=np.float32)
         indices = np.empty(int(indptr[-1]), dtype=np.int32)
         heads, first_doc = indptr[:-1].copy(), 0
-        threads = min(worker_count(), len(self.chunks))
+        threads = min(worker_count(), -(-len(data) // SLICE))
         pool = ThreadPoolExecutor(threads, thread_name_prefix="cortex-matrix") if threads > 1 else None
         try:
             pending: list = []
             while self.chunks:
                 chunk = self.chunks.pop(0)
-                terms, tf = self._read(chunk)
-                counts = np.bincount(terms, minlength=n_vocab)
-                job = (chunk, terms, tf, heads.copy() if pool else heads, counts, first_doc)
-                if pool is None:  # one worker: one chunk at a time, here
-                    self._score_chunk(job, idf, avg_doc_len, data, indices)
-                else:  # a chunk a thread, no more chunks read back than threads
-                    while len(pending) >= threads:
-                        pending.pop(0).result()
-                    pending.append(pool.submit(self._score_chunk, job, idf, avg_doc_len, data, indices))
-                heads += counts  # after the job took its copy, or ran
+                for d0, d1, p0, p1 in _slices(chunk.per_doc, SLICE):
+                    terms, tf = self._read(chunk, p0, p1)
+                    counts = np.bincount(terms, minlength=n_vocab)
+                    docs = (chunk.lengths[d0:d1], chunk.per_doc[d0:d1], first_doc + d0)
+                    job = (docs, terms, tf, heads.copy() if pool else heads, counts)
+                    if pool is None:  # one worker: one slice at a time, here
+                        self._score_slice(job, idf, avg_doc_len, data, indices)
+                    else:  # a slice a thread, no more slices read back than threads
+                        while len(pending) >= threads:
+                            pending.pop(0).result()
+                        pending.append(pool.submit(self._score_slice, job, idf, avg_doc_len, data, indices))
+                    heads += counts  # after the job took its copy, or ran
                 first_doc += len(chunk.lengths)
             for done in pending:
                 done.result()
@@ -157,16 +165,31 @@ class Bm25Matrix:
         _give_back_freed_heap()
         return {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}
 
-    def _score_chunk(self, job, idf: np.ndarray, avg_doc_len: float, data: np.ndarray, indices: np.ndarray) -> None:
-        """One chunk's scores (bm25s's functions), placed in its columns after `heads`."""
-        chunk, terms, tf, heads, counts, first_doc = job
-        l_d = np.repeat(chunk.lengths, chunk.per_doc)
+    def _score_slice(self, job, idf: np.ndarray, avg_doc_len: float, data: np.ndarray, indices: np.ndarray) -> None:
+        """One slice's scores (bm25s's functions), placed in its columns after `heads`."""
+        (lengths, per_doc, first_doc), terms, tf, heads, counts = job
+        l_d = np.repeat(lengths, per_doc)
         tfc = _scorer("tfc", self.method)(
             tf_array=tf.astype(np.float32), l_d=l_d, l_avg=avg_doc_len, k1=self.k1, b=self.b, delta=self.delta
         )
+        del l_d
         values = (idf[terms] * tfc).astype(np.float32)
-        docs = np.repeat(np.arange(first_doc, first_doc + len(chunk.lengths), dtype=np.int32), chunk.per_doc)
+        del tfc
+        docs = np.repeat(np.arange(first_doc, first_doc + len(lengths), dtype=np.int32), per_doc)
         _place(terms, values, docs, heads, counts, data, indices)
+
+
+def _slices(per_doc: np.ndarray, most: int) -> list[tuple[int, int, int, int]]:
+    """(first document, end document, first pair, end pair) of consecutive slices of a chunk's
+    documents (`per_doc`: each one's pairs), each of at most `most` pairs, or one document."""
+    ends = np.cumsum(per_doc)
+    out, d0, p0 = [], 0, 0
+    while d0 < len(per_doc):
+        d1 = max(int(np.searchsorted(ends, p0 + most, side="right")), d0 + 1)
+        p1 = int(ends[d1 - 1])
+        out.append((d0, d1, p0, p1))
+        d0, p0 = d1, p1
+    return out
 
 
 def _place(terms, values, docs, heads, counts, data, indices) -> None:

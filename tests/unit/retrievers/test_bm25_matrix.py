@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from support.tiny import TINY_DOCS
 
 from cortex_exp.data.corpus import Corpus, Document
-from cortex_exp.retrievers import bm25_v2
+from cortex_exp.retrievers import bm25_matrix, bm25_v2
 from cortex_exp.retrievers.bm25_matrix import Bm25Matrix
 from cortex_exp.retrievers.bm25_v2 import Bm25V2
 from cortex_exp.retrievers.tokenize import PieceTerms, identifier_aware
@@ -44,10 +44,13 @@ def random_docs(seed: int, n: int, n_vocab: int) -> list[list[int]]:
 
 @pytest.mark.parametrize("method", ["lucene", "robertson", "atire"])
 @pytest.mark.parametrize("k1, b", [(1.2, 0.75), (0.9, 0.4), (2, 1)])
-def test_the_chunked_matrix_is_bm25s_bit_for_bit(method, k1, b):
+def test_the_chunked_matrix_is_bm25s_bit_for_bit(method, k1, b, monkeypatch):
     docs, n_vocab = random_docs(7, 600, 300), 300
     expected = bm25s_arrays(docs, n_vocab, method, k1, b)
-    for size in (1, 37, 600):  # a chunk per document, uneven chunks, one chunk
+    for size, pairs in ((1, 1 << 18), (37, 1 << 18), (600, 1 << 18), (600, 50), (37, 1)):
+        # a chunk per document, uneven chunks, one chunk; chunks scored in slices of 50 pairs,
+        # of one document each (a document of more pairs is a slice of its own)
+        monkeypatch.setattr(bm25_matrix, "SLICE", pairs)
         got = chunked_arrays(docs, n_vocab, method, k1, b, size)
         assert got["num_docs"] == expected["num_docs"] == 600
         assert np.array_equal(got["indptr"], expected["indptr"])
