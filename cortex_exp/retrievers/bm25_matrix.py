@@ -1,13 +1,17 @@
-"""The BM25 score matrix of a corpus for bm25s, built in chunks of documents with numpy.
+"""The BM25 score matrix of a corpus, bm25s's, built in chunks of documents with numpy; and the
+queries' scores over it, as bm25s gives them.
 
 bm25s builds its matrix (`BM25.build_index_from_ids`) in Python, one document at a time (a
 Counter per document, then an argsort of every (term, document) pair): at a million documents
 that is minutes and gigabytes. This builder does the same arithmetic over whole chunks at
-once — bm25s's own idf and term-frequency functions (`bm25s.scoring`), in its dtypes (term
-frequencies float32, the length normalization float64, scores float32) — and places each
-chunk's scores straight into the compressed columns, documents in order within a term. The
-arrays it gives (`data`, `indices`, `indptr`) are bit for bit bm25s's for the same token ids
-(tests/test_bm25_matrix.py), so bm25s scores the queries exactly as it would have.
+once — bm25s's idf and term-frequency functions (`bm25s.scoring`'s, written here in the same
+operations: `_idf_of`, `_tfc`), in its dtypes (term frequencies float32, the length
+normalization float64, scores float32) — and places each chunk's scores straight into the
+compressed columns, documents in order within a term. The arrays it gives (`data`, `indices`,
+`indptr`) are bit for bit bm25s's for the same token ids, and `query_scores` sums a query's
+columns as bm25s's `get_scores` does (tests/unit/retrievers/test_bm25_matrix.py checks both
+against bm25s itself). bm25s is not imported to run them: its package imports numba and
+scipy.sparse when they are installed (~85 MB resident, in the run and in each worker it forks).
 
 `add(docs, token_ids, n_docs)` takes a chunk: each token's term id and document; it keeps
 only the distinct (document, term) pairs with their frequency, and each document's length
@@ -21,8 +25,10 @@ slices being placed, one a thread).
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import tempfile
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -30,6 +36,7 @@ import numpy as np
 
 from cortex_exp.parallel import worker_count
 
+METHODS = ("lucene", "robertson", "atire")  # bm25s's variants whose every parameter is k1 and b
 SLICE = 1 << 18  # (document, term) pairs scored and placed at a time (`Bm25Matrix.scores`)
 
 
@@ -75,8 +82,10 @@ class Bm25Matrix:
     from them chunk by chunk, so the matrix is never held beside all the pairs (at a million
     documents, ~0.6 GB of pairs beside the ~0.8 GB matrix)."""
 
-    def __init__(self, k1: float, b: float, method: str, delta: float = 0.5):
-        self.k1, self.b, self.method, self.delta = k1, b, method, delta
+    def __init__(self, k1: float, b: float, method: str):
+        if method not in METHODS:
+            raise ValueError(f"method: one of {' | '.join(METHODS)}, got {method!r}")
+        self.k1, self.b, self.method = k1, b, method
         self.chunks: list[_Spilled] = []
         self.df = np.zeros(0, dtype=np.int64)
         self._spill = tempfile.TemporaryFile()
@@ -110,9 +119,9 @@ class Bm25Matrix:
         """bm25s's `_build_idf_array`: its idf function of each document frequency, as float32."""
         df = np.zeros(n_vocab, dtype=np.int64)
         df[: len(self.df)] = self.df[:n_vocab]
-        idf_of = _scorer("idf", self.method)
+        idf_of = _idf_of(self.method)
         values, where = np.unique(df, return_inverse=True)
-        idf = np.array([idf_of(int(v), N=n_docs) if v != 0 else 0.0 for v in values.tolist()], dtype=np.float64)
+        idf = np.array([idf_of(int(v), n_docs) if v != 0 else 0.0 for v in values.tolist()], dtype=np.float64)
         return idf[where].astype(np.float32)
 
     def scores(self, n_vocab: int) -> dict:
@@ -169,9 +178,7 @@ class Bm25Matrix:
         """One slice's scores (bm25s's functions), placed in its columns after `heads`."""
         (lengths, per_doc, first_doc), terms, tf, heads, counts = job
         l_d = np.repeat(lengths, per_doc)
-        tfc = _scorer("tfc", self.method)(
-            tf_array=tf.astype(np.float32), l_d=l_d, l_avg=avg_doc_len, k1=self.k1, b=self.b, delta=self.delta
-        )
+        tfc = _tfc(self.method, tf.astype(np.float32), l_d, avg_doc_len, self.k1, self.b)
         del l_d
         values = (idf[terms] * tfc).astype(np.float32)
         del tfc
@@ -213,11 +220,35 @@ def _give_back_freed_heap() -> None:
         pass
 
 
-def _scorer(kind: str, method: str):
-    """bm25s's `idf` or `tfc` (term-frequency) function of `method`. bm25s is imported where it
-    scores, not with this module: its package pulls numba and scipy.sparse (0.35 s of CPU), and
-    every `python -m cortex_exp` imports this module to register bm25_v2's settings, also when
-    it runs another retriever, or only prints --help."""
-    from bm25s import scoring
+def query_scores(matrix: dict, term_ids: Sequence[int]) -> np.ndarray:
+    """Every document's score for a query of these term ids (float32, in document order): bm25s's
+    `get_scores` over the matrix `scores` gave — each term's column added in turn (`np.add.at`),
+    the same sums in the same order."""
+    data, indices, indptr = matrix["data"], matrix["indices"], matrix["indptr"]
+    out = np.zeros(matrix["num_docs"], dtype=np.float32)
+    for term in term_ids:
+        start, end = indptr[term], indptr[term + 1]
+        np.add.at(out, indices[start:end], data[start:end])
+    return out
 
-    return {"idf": scoring._select_idf_scorer, "tfc": scoring._select_tfc_scorer}[kind](method)
+
+def _idf_of(method: str) -> Callable[[int, int], float]:
+    """bm25s's idf of a document frequency `df` among `n` documents, for `method`
+    (`bm25s.scoring._score_idf_<method>`, the same operations in the same order)."""
+    if method == "robertson":
+        return lambda df, n: math.log(max((n - df + 0.5) / (df + 0.5), 1))
+    if method == "lucene":
+        return lambda df, n: math.log(1 + (n - df + 0.5) / (df + 0.5))
+    if method == "atire":
+        return lambda df, n: math.log(n / df)
+    raise ValueError(f"method: one of {' | '.join(METHODS)}, got {method!r}")
+
+
+def _tfc(method: str, tf: np.ndarray, l_d: np.ndarray, l_avg: float, k1: float, b: float) -> np.ndarray:
+    """bm25s's term-frequency component (`bm25s.scoring._score_tfc_<method>`, the same numpy
+    operations in the same order, so the same float64 values)."""
+    if method in ("robertson", "lucene"):
+        return tf / (k1 * ((1 - b) + b * l_d / l_avg) + tf)
+    if method == "atire":
+        return (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * l_d / l_avg))
+    raise ValueError(f"method: one of {' | '.join(METHODS)}, got {method!r}")
