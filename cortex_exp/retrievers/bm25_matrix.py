@@ -1,34 +1,43 @@
-"""The BM25 score matrix of a corpus for bm25s, built in chunks of documents with numpy.
+"""The BM25 score matrix of a corpus, bm25s's, built in chunks of documents with numpy; and the
+queries' scores over it, as bm25s gives them.
 
 bm25s builds its matrix (`BM25.build_index_from_ids`) in Python, one document at a time (a
 Counter per document, then an argsort of every (term, document) pair): at a million documents
 that is minutes and gigabytes. This builder does the same arithmetic over whole chunks at
-once — bm25s's own idf and term-frequency functions (`bm25s.scoring`), in its dtypes (term
-frequencies float32, the length normalization float64, scores float32) — and places each
-chunk's scores straight into the compressed columns, documents in order within a term. The
-arrays it gives (`data`, `indices`, `indptr`) are bit for bit bm25s's for the same token ids
-(tests/test_bm25_matrix.py), so bm25s scores the queries exactly as it would have.
+once — bm25s's idf and term-frequency functions (`bm25s.scoring`'s, written here in the same
+operations: `_idf_of`, `_tfc`), in its dtypes (term frequencies float32, the length
+normalization float64, scores float32) — and places each chunk's scores straight into the
+compressed columns, documents in order within a term. The arrays it gives (`data`, `indices`,
+`indptr`) are bit for bit bm25s's for the same token ids, and `query_scores` sums a query's
+columns as bm25s's `get_scores` does (tests/unit/retrievers/test_bm25_matrix.py checks both
+against bm25s itself). bm25s is not imported to run them: its package imports numba and
+scipy.sparse when they are installed (~85 MB resident, in the run and in each worker it forks).
 
 `add(docs, token_ids, n_docs)` takes a chunk: each token's term id and document; it keeps
 only the distinct (document, term) pairs with their frequency, and each document's length
 (`pairs`, which a worker process can compute on its own: `add_pairs` takes its result).
 `scores(n_vocab)` then computes the document frequencies' idf, the average length, and fills
-the matrix chunk by chunk, reading each chunk's pairs back from the temporary file they
-waited in (so the matrix is never held beside all the pairs: only those of the chunks
-being placed, one a thread).
+the matrix slice by slice of each chunk, reading each slice's pairs back from the temporary
+file they waited in (so the matrix is never held beside all the pairs: only those of the
+slices being placed, one a thread).
 """
 
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import tempfile
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from cortex_exp.parallel import worker_count
+
+METHODS = ("lucene", "robertson", "atire")  # bm25s's variants whose every parameter is k1 and b
+SLICE = 1 << 18  # (document, term) pairs scored and placed at a time (`Bm25Matrix.scores`)
 
 
 @dataclass
@@ -73,8 +82,10 @@ class Bm25Matrix:
     from them chunk by chunk, so the matrix is never held beside all the pairs (at a million
     documents, ~0.6 GB of pairs beside the ~0.8 GB matrix)."""
 
-    def __init__(self, k1: float, b: float, method: str, delta: float = 0.5):
-        self.k1, self.b, self.method, self.delta = k1, b, method, delta
+    def __init__(self, k1: float, b: float, method: str):
+        if method not in METHODS:
+            raise ValueError(f"method: one of {' | '.join(METHODS)}, got {method!r}")
+        self.k1, self.b, self.method = k1, b, method
         self.chunks: list[_Spilled] = []
         self.df = np.zeros(0, dtype=np.int64)
         self._spill = tempfile.TemporaryFile()
@@ -97,28 +108,32 @@ class Bm25Matrix:
             self.df = np.concatenate([self.df, np.zeros(len(counts) - len(self.df), dtype=np.int64)])
         self.df[: len(counts)] += counts
 
-    def _read(self, chunk: _Spilled) -> tuple[np.ndarray, np.ndarray]:
-        """(terms, frequencies) of a chunk, read back from the spill file."""
-        tf_bytes = chunk.n * chunk.tf_dtype.itemsize
-        raw = os.pread(self._spill.fileno(), chunk.n * 4 + tf_bytes, chunk.at)
-        terms = np.frombuffer(raw, dtype=np.int32, count=chunk.n)
-        return terms, np.frombuffer(raw, dtype=chunk.tf_dtype, count=chunk.n, offset=chunk.n * 4)
+    def _read(self, chunk: _Spilled, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """(terms, frequencies) of the pairs start..stop of a chunk, read back from the spill file."""
+        fd, n, size = self._spill.fileno(), stop - start, chunk.tf_dtype.itemsize
+        terms = np.frombuffer(os.pread(fd, 4 * n, chunk.at + 4 * start), dtype=np.int32)
+        tf = np.frombuffer(os.pread(fd, size * n, chunk.at + 4 * chunk.n + size * start), dtype=chunk.tf_dtype)
+        return terms, tf
 
     def _idf(self, n_vocab: int, n_docs: int) -> np.ndarray:
         """bm25s's `_build_idf_array`: its idf function of each document frequency, as float32."""
         df = np.zeros(n_vocab, dtype=np.int64)
         df[: len(self.df)] = self.df[:n_vocab]
-        idf_of = _scorer("idf", self.method)
+        idf_of = _idf_of(self.method)
         values, where = np.unique(df, return_inverse=True)
-        idf = np.array([idf_of(int(v), N=n_docs) if v != 0 else 0.0 for v in values.tolist()], dtype=np.float64)
+        idf = np.array([idf_of(int(v), n_docs) if v != 0 else 0.0 for v in values.tolist()], dtype=np.float64)
         return idf[where].astype(np.float32)
 
     def scores(self, n_vocab: int) -> dict:
         """bm25s's `scores` dict (`data`, `indices`, `indptr`, `num_docs`); the chunks are freed.
-        Each chunk's columns begin where the earlier chunks' end (`heads`, known from their terms
-        alone), so the chunks are scored and placed on several threads at once (`_score_chunk`:
-        numpy's sort and scatter, the GIL released), each writing places no other writes; as
-        many chunks are read back at a time as there are threads (one, with one worker)."""
+        Each chunk is scored and placed in slices of whole documents of at most `SLICE` pairs
+        (`_slices`), read back from the spill file one at a time: a slice's temporaries (~60
+        bytes a pair: its lengths, frequencies, scores, sort order and places) are what the
+        build holds beside the matrix — a whole chunk's, on each thread, were ~250 MB at a
+        million documents. Each slice's columns begin where the earlier slices' end (`heads`,
+        known from their terms alone), so slices are scored and placed on several threads at
+        once (`_score_slice`: numpy's sort and scatter, the GIL released), each writing places
+        no other writes; as many slices are read back at a time as there are threads."""
         self._spill.flush()
         lengths = np.concatenate([c.lengths for c in self.chunks])
         n_docs, avg_doc_len = len(lengths), lengths.mean()
@@ -131,22 +146,24 @@ class Bm25Matrix:
         data = np.empty(int(indptr[-1]), dtype=np.float32)
         indices = np.empty(int(indptr[-1]), dtype=np.int32)
         heads, first_doc = indptr[:-1].copy(), 0
-        threads = min(worker_count(), len(self.chunks))
+        threads = min(worker_count(), -(-len(data) // SLICE))
         pool = ThreadPoolExecutor(threads, thread_name_prefix="cortex-matrix") if threads > 1 else None
         try:
             pending: list = []
             while self.chunks:
                 chunk = self.chunks.pop(0)
-                terms, tf = self._read(chunk)
-                counts = np.bincount(terms, minlength=n_vocab)
-                job = (chunk, terms, tf, heads.copy() if pool else heads, counts, first_doc)
-                if pool is None:  # one worker: one chunk at a time, here
-                    self._score_chunk(job, idf, avg_doc_len, data, indices)
-                else:  # a chunk a thread, no more chunks read back than threads
-                    while len(pending) >= threads:
-                        pending.pop(0).result()
-                    pending.append(pool.submit(self._score_chunk, job, idf, avg_doc_len, data, indices))
-                heads += counts  # after the job took its copy, or ran
+                for d0, d1, p0, p1 in _slices(chunk.per_doc, SLICE):
+                    terms, tf = self._read(chunk, p0, p1)
+                    counts = np.bincount(terms, minlength=n_vocab)
+                    docs = (chunk.lengths[d0:d1], chunk.per_doc[d0:d1], first_doc + d0)
+                    job = (docs, terms, tf, heads.copy() if pool else heads, counts)
+                    if pool is None:  # one worker: one slice at a time, here
+                        self._score_slice(job, idf, avg_doc_len, data, indices)
+                    else:  # a slice a thread, no more slices read back than threads
+                        while len(pending) >= threads:
+                            pending.pop(0).result()
+                        pending.append(pool.submit(self._score_slice, job, idf, avg_doc_len, data, indices))
+                    heads += counts  # after the job took its copy, or ran
                 first_doc += len(chunk.lengths)
             for done in pending:
                 done.result()
@@ -157,16 +174,29 @@ class Bm25Matrix:
         _give_back_freed_heap()
         return {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}
 
-    def _score_chunk(self, job, idf: np.ndarray, avg_doc_len: float, data: np.ndarray, indices: np.ndarray) -> None:
-        """One chunk's scores (bm25s's functions), placed in its columns after `heads`."""
-        chunk, terms, tf, heads, counts, first_doc = job
-        l_d = np.repeat(chunk.lengths, chunk.per_doc)
-        tfc = _scorer("tfc", self.method)(
-            tf_array=tf.astype(np.float32), l_d=l_d, l_avg=avg_doc_len, k1=self.k1, b=self.b, delta=self.delta
-        )
+    def _score_slice(self, job, idf: np.ndarray, avg_doc_len: float, data: np.ndarray, indices: np.ndarray) -> None:
+        """One slice's scores (bm25s's functions), placed in its columns after `heads`."""
+        (lengths, per_doc, first_doc), terms, tf, heads, counts = job
+        l_d = np.repeat(lengths, per_doc)
+        tfc = _tfc(self.method, tf.astype(np.float32), l_d, avg_doc_len, self.k1, self.b)
+        del l_d
         values = (idf[terms] * tfc).astype(np.float32)
-        docs = np.repeat(np.arange(first_doc, first_doc + len(chunk.lengths), dtype=np.int32), chunk.per_doc)
+        del tfc
+        docs = np.repeat(np.arange(first_doc, first_doc + len(lengths), dtype=np.int32), per_doc)
         _place(terms, values, docs, heads, counts, data, indices)
+
+
+def _slices(per_doc: np.ndarray, most: int) -> list[tuple[int, int, int, int]]:
+    """(first document, end document, first pair, end pair) of consecutive slices of a chunk's
+    documents (`per_doc`: each one's pairs), each of at most `most` pairs, or one document."""
+    ends = np.cumsum(per_doc)
+    out, d0, p0 = [], 0, 0
+    while d0 < len(per_doc):
+        d1 = max(int(np.searchsorted(ends, p0 + most, side="right")), d0 + 1)
+        p1 = int(ends[d1 - 1])
+        out.append((d0, d1, p0, p1))
+        d0, p0 = d1, p1
+    return out
 
 
 def _place(terms, values, docs, heads, counts, data, indices) -> None:
@@ -190,11 +220,35 @@ def _give_back_freed_heap() -> None:
         pass
 
 
-def _scorer(kind: str, method: str):
-    """bm25s's `idf` or `tfc` (term-frequency) function of `method`. bm25s is imported where it
-    scores, not with this module: its package pulls numba and scipy.sparse (0.35 s of CPU), and
-    every `python -m cortex_exp` imports this module to register bm25_v2's settings, also when
-    it runs another retriever, or only prints --help."""
-    from bm25s import scoring
+def query_scores(matrix: dict, term_ids: Sequence[int]) -> np.ndarray:
+    """Every document's score for a query of these term ids (float32, in document order): bm25s's
+    `get_scores` over the matrix `scores` gave — each term's column added in turn (`np.add.at`),
+    the same sums in the same order."""
+    data, indices, indptr = matrix["data"], matrix["indices"], matrix["indptr"]
+    out = np.zeros(matrix["num_docs"], dtype=np.float32)
+    for term in term_ids:
+        start, end = indptr[term], indptr[term + 1]
+        np.add.at(out, indices[start:end], data[start:end])
+    return out
 
-    return {"idf": scoring._select_idf_scorer, "tfc": scoring._select_tfc_scorer}[kind](method)
+
+def _idf_of(method: str) -> Callable[[int, int], float]:
+    """bm25s's idf of a document frequency `df` among `n` documents, for `method`
+    (`bm25s.scoring._score_idf_<method>`, the same operations in the same order)."""
+    if method == "robertson":
+        return lambda df, n: math.log(max((n - df + 0.5) / (df + 0.5), 1))
+    if method == "lucene":
+        return lambda df, n: math.log(1 + (n - df + 0.5) / (df + 0.5))
+    if method == "atire":
+        return lambda df, n: math.log(n / df)
+    raise ValueError(f"method: one of {' | '.join(METHODS)}, got {method!r}")
+
+
+def _tfc(method: str, tf: np.ndarray, l_d: np.ndarray, l_avg: float, k1: float, b: float) -> np.ndarray:
+    """bm25s's term-frequency component (`bm25s.scoring._score_tfc_<method>`, the same numpy
+    operations in the same order, so the same float64 values)."""
+    if method in ("robertson", "lucene"):
+        return tf / (k1 * ((1 - b) + b * l_d / l_avg) + tf)
+    if method == "atire":
+        return (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * l_d / l_avg))
+    raise ValueError(f"method: one of {' | '.join(METHODS)}, got {method!r}")

@@ -1,4 +1,4 @@
-"""`bm25_v2`: the upgrade — bm25s with the identifier-aware tokenizer and a weighted title.
+"""`bm25_v2`: the upgrade — bm25s's BM25 with the identifier-aware tokenizer and a weighted title.
 
 The title counts `title_weight` times (its tokens are repeated), the body once. `method` is
 bm25s's BM25 variant: `lucene` (the default, Lucene's idf), `robertson` or `atire`.
@@ -17,11 +17,10 @@ from cortex_exp.console.progress import bar
 from cortex_exp.data.corpus import Corpus
 from cortex_exp.parallel import ordered_map, thread_map
 from cortex_exp.retrievers.base import EMPTY, Index, Ranking, Retriever, ranking_from_scores
-from cortex_exp.retrievers.bm25_matrix import Bm25Matrix, Pairs, pairs
+from cortex_exp.retrievers.bm25_matrix import METHODS, Bm25Matrix, Pairs, pairs, query_scores
 from cortex_exp.retrievers.tokenize import PieceTerms, identifier_aware
 from cortex_exp.settings import check, is_int, is_number
 
-METHODS = ("lucene", "robertson", "atire")  # bm25s variants whose every parameter is k1 and b
 CHUNK = 20_000  # documents tokenized before their (document, term) pairs are counted
 THREADED_FROM = 50_000  # documents from which queries are ranked on several threads (`search`)
 
@@ -52,7 +51,7 @@ class Bm25V2(Retriever):
 
 
 class _Bm25V2Index(Index):
-    """bm25s scoring the matrix `Bm25Matrix` builds; documents tokenized in chunks, on every
+    """bm25s's scores, over the matrix `Bm25Matrix` builds (`query_scores`); documents tokenized in chunks, on every
     worker the run may use (`cortex_exp.parallel`): in each worker, each distinct white-space
     piece tokenized once (`PieceTerms`), a chunk's pieces turned into terms with numpy, the
     title's repeated `title_weight` times, the chunk's (document, term) pairs counted (`pairs`)
@@ -60,8 +59,6 @@ class _Bm25V2Index(Index):
     vocabulary in that order: the ids, and so every array, are those one process gives."""
 
     def __init__(self, spec: Bm25V2, corpus: Corpus):
-        import bm25s
-
         self.ids = corpus.ids
         self.vocab: dict[str, int] = {}
         matrix = Bm25Matrix(spec.k1, spec.b, spec.method)
@@ -77,10 +74,7 @@ class _Bm25V2Index(Index):
                 chunk.terms = known[chunk.terms]
                 matrix.add_pairs(chunk)
                 done.update(len(chunk.lengths))
-        self.model = bm25s.BM25(k1=spec.k1, b=spec.b, method=spec.method)
-        self.model.scores = matrix.scores(len(self.vocab))
-        self.model.vocab_dict = self.vocab
-        self.model.nonoccurrence_array = None  # lucene, robertson and atire have none
+        self.matrix = matrix.scores(len(self.vocab))  # lucene, robertson and atire add no non-occurrence score
 
     def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
         """The queries' rankings; over `THREADED_FROM` documents or more, the queries' terms found
@@ -100,10 +94,7 @@ class _Bm25V2Index(Index):
         """Every document's score for `query`, in corpus order (float32; all 0 when no term of the
         query is in the vocabulary): what `search` ranks. The judge reads a (query, document)
         pair's lexical score from it (cortex_exp/judge/features.py)."""
-        term_ids = self._term_ids(query)
-        if not term_ids:
-            return np.zeros(len(self.ids), dtype=np.float32)
-        return np.asarray(self.model.get_scores(term_ids))
+        return query_scores(self.matrix, self._term_ids(query))
 
     def _scored(self, queries_terms: Sequence[list[int]], k: int) -> list[Ranking]:
         out = []
@@ -111,8 +102,7 @@ class _Bm25V2Index(Index):
             if not term_ids:
                 out.append(EMPTY)
                 continue
-            scores = self.model.get_scores(term_ids)
-            out.append(ranking_from_scores(self.ids, np.asarray(scores), k))
+            out.append(ranking_from_scores(self.ids, query_scores(self.matrix, term_ids), k))
         return out
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from array import array
 from collections.abc import Sequence
-from functools import cache, lru_cache
+from functools import lru_cache
 
 import numpy as np
 import Stemmer
@@ -28,14 +28,14 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _stemmer = Stemmer.Stemmer("english", 0)
 
 
-@cache
-def stopwords() -> frozenset[str]:
-    """bm25s's English stop words, imported on first use: the bm25s package pulls numba and
-    scipy.sparse (0.35 s of CPU), which a process that never tokenizes for bm25_v2 (--help, a
-    bm25_v1 or dense run, compare) does not pay."""
-    from bm25s.stopwords import STOPWORDS_EN
-
-    return frozenset(STOPWORDS_EN)
+# bm25s's English stop words (`bm25s.stopwords.STOPWORDS_EN`, Lucene's), written here: the bm25s
+# package imports numba and scipy.sparse when they are installed (~85 MB resident, 0.35 s of
+# CPU), in every process that tokenizes for bm25_v2 (tests/unit/retrievers/test_lexical.py
+# checks the two lists are one)
+STOPWORDS = frozenset(
+    """a an and are as at be but by for if in into is it no not of on or such that the their then
+    there these they this to was will with""".split()
+)
 
 
 def whitespace(text: str) -> list[str]:
@@ -59,8 +59,7 @@ def word_terms(token: str) -> list[str]:
     """The terms of one word or identifier `_IDENT` found: its parts, stop-worded and stemmed,
     then the whole identifier, lower-cased, when it has several parts."""
     parts = split_identifier(token)
-    stop = stopwords()
-    out = [_stem(p) for p in parts if p not in stop and (len(p) > 1 or p.isdigit())]
+    out = [_stem(p) for p in parts if p not in STOPWORDS and (len(p) > 1 or p.isdigit())]
     if len(parts) > 1:
         out.append(token.lower())
     return out
@@ -81,7 +80,7 @@ def piece_terms(piece: str) -> list[str]:
     corpus, and 3/4 of bm25_v2's tokenizing time at 10k documents (tests/test_lexical.py checks
     the shortcut against the whole path)."""
     if piece.isascii() and piece.isalnum() and piece.islower():
-        return [] if piece in stopwords() or (len(piece) == 1 and not piece.isdigit()) else [_stemmer.stemWord(piece)]
+        return [] if piece in STOPWORDS or (len(piece) == 1 and not piece.isdigit()) else [_stemmer.stemWord(piece)]
     return identifier_aware(piece)
 
 

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 # imported only where they work: MLflow when a run is recorded or read (cortex_exp.tracking),
-# the encoder's stack when a dense side encodes, bm25s when bm25_v2 indexes or tokenizes,
+# the encoder's stack when a dense side encodes (bm25s never: bm25_v2 runs its formulas itself),
 # pandas for a DataFrame, scikit-learn for the judge
 HEAVY = {"mlflow", "sqlalchemy", "torch", "transformers", "sentence_transformers", "faiss", "sklearn", "pandas"}
 HEAVY |= {"bm25s", "numba", "pyarrow"}
@@ -50,3 +50,18 @@ def test_help_is_a_process_without_mlflow_nor_bm25s(tmp_path):
     loaded = tops(imported(tmp_path, "-m", "cortex_exp", "--help"))
     assert "hydra" in loaded  # the check sees the process's imports
     assert loaded & (HEAVY | {"scipy"}) == set(), sorted(loaded & (HEAVY | {"scipy"}))
+
+
+def test_bm25_v2_indexes_and_ranks_without_bm25s_nor_numba(tmp_path):
+    """bm25s's scoring is bm25_matrix's own code: its package (numba and scipy.sparse with it,
+    ~85 MB resident in the run and in each worker it forks) is never imported to index or rank."""
+    script = (
+        "from cortex_exp.data.corpus import Corpus, Document\n"
+        "from cortex_exp.retrievers.bm25_v2 import Bm25V2\n"
+        "docs = [Document(f'd{i}', 'getUserById', f'invoice {i} retry the cache', None, 'x') for i in range(50)]\n"
+        "index = Bm25V2().index(Corpus(docs))\n"
+        "assert index.search(['invoice retry'], 5)[0].doc_ids and index.scores('user cache').any()\n"
+    )
+    loaded = tops(imported(tmp_path, "-c", script))
+    assert "Stemmer" in loaded  # the check sees the process's imports
+    assert loaded & {"bm25s", "numba", "scipy"} == set(), sorted(loaded & {"bm25s", "numba", "scipy"})

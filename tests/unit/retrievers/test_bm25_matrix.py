@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from support.tiny import TINY_DOCS
 
 from cortex_exp.data.corpus import Corpus, Document
-from cortex_exp.retrievers import bm25_v2
+from cortex_exp.retrievers import bm25_matrix, bm25_v2
 from cortex_exp.retrievers.bm25_matrix import Bm25Matrix
 from cortex_exp.retrievers.bm25_v2 import Bm25V2
 from cortex_exp.retrievers.tokenize import PieceTerms, identifier_aware
@@ -44,16 +44,51 @@ def random_docs(seed: int, n: int, n_vocab: int) -> list[list[int]]:
 
 @pytest.mark.parametrize("method", ["lucene", "robertson", "atire"])
 @pytest.mark.parametrize("k1, b", [(1.2, 0.75), (0.9, 0.4), (2, 1)])
-def test_the_chunked_matrix_is_bm25s_bit_for_bit(method, k1, b):
+def test_the_chunked_matrix_is_bm25s_bit_for_bit(method, k1, b, monkeypatch):
     docs, n_vocab = random_docs(7, 600, 300), 300
     expected = bm25s_arrays(docs, n_vocab, method, k1, b)
-    for size in (1, 37, 600):  # a chunk per document, uneven chunks, one chunk
+    for size, pairs in ((1, 1 << 18), (37, 1 << 18), (600, 1 << 18), (600, 50), (37, 1)):
+        # a chunk per document, uneven chunks, one chunk; chunks scored in slices of 50 pairs,
+        # of one document each (a document of more pairs is a slice of its own)
+        monkeypatch.setattr(bm25_matrix, "SLICE", pairs)
         got = chunked_arrays(docs, n_vocab, method, k1, b, size)
         assert got["num_docs"] == expected["num_docs"] == 600
         assert np.array_equal(got["indptr"], expected["indptr"])
         assert np.array_equal(got["indices"], expected["indices"])
         assert got["data"].dtype == expected["data"].dtype == np.float32
         assert np.array_equal(got["data"].view(np.uint32), expected["data"].view(np.uint32))
+
+
+@pytest.mark.parametrize("method", ["lucene", "robertson", "atire"])
+def test_the_formulas_are_bm25s_own_bit_for_bit(method):
+    """`_idf_of` and `_tfc` are bm25s.scoring's, written in the same operations."""
+    from bm25s import scoring
+
+    idf, their_idf = bm25_matrix._idf_of(method), scoring._select_idf_scorer(method)
+    for n in (1, 2, 7, 1000, 999_983, 8_841_823):
+        for df in {1, 2, 3, n // 3 or 1, n // 2 or 1, n - 1 or 1, n}:
+            assert idf(df, n) == their_idf(df, N=n), (df, n)
+    rng = np.random.default_rng(5)
+    tf = rng.integers(1, 300, 5000).astype(np.float32)
+    l_d = rng.integers(0, 20_000, 5000)
+    for k1, b, l_avg in ((1.2, 0.75, 101.37), (0, 0, 1.0), (2.5, 1, 9_999.5), (0.9, 0.4, 0.3333)):
+        ours = bm25_matrix._tfc(method, tf, l_d, l_avg, k1, b)
+        theirs = scoring._select_tfc_scorer(method)(tf_array=tf, l_d=l_d, l_avg=l_avg, k1=k1, b=b)
+        assert ours.dtype == theirs.dtype and np.array_equal(ours.view(np.uint64), theirs.view(np.uint64))
+
+
+@pytest.mark.parametrize("method", ["lucene", "robertson", "atire"])
+def test_a_querys_scores_are_bm25s_get_scores_bit_for_bit(method):
+    docs, n_vocab = random_docs(11, 900, 250), 250
+    model = bm25s.BM25(k1=1.2, b=0.75, method=method)
+    model.scores = chunked_arrays(docs, n_vocab, method, 1.2, 0.75, 100)
+    model.nonoccurrence_array = None  # lucene, robertson and atire have none
+    rng = np.random.default_rng(2)
+    queries = [[0], [3, 3], [249], rng.integers(0, n_vocab, 6).tolist(), list(range(40)), []]
+    for terms in queries:
+        ours = bm25_matrix.query_scores(model.scores, terms)
+        theirs = model.get_scores_from_ids(terms) if terms else np.zeros(900, dtype=np.float32)
+        assert ours.dtype == np.float32 and np.array_equal(ours.view(np.uint32), theirs.view(np.uint32)), terms
 
 
 def test_a_term_no_document_holds_has_an_empty_column():
@@ -96,8 +131,8 @@ def test_bm25_v2_ranks_exactly_as_bm25s_indexing_the_same_tokens(spec, chunk, mo
     expected, vocab, arrays = reference_rankings(corpus, queries, 20, spec)
     assert list(index.vocab.items()) == list(vocab.items())  # the same ids, in the same order
     for name in ("data", "indices", "indptr"):
-        assert index.model.scores[name].dtype == arrays[name].dtype
-        assert np.array_equal(index.model.scores[name], arrays[name]), name
+        assert index.matrix[name].dtype == arrays[name].dtype
+        assert np.array_equal(index.matrix[name], arrays[name]), name
     assert [list(zip(r.doc_ids, r.scores)) for r in index.search(queries, 20)] == expected
 
 
@@ -272,13 +307,13 @@ def test_the_index_built_on_two_workers_is_the_one_built_on_one_array_for_array(
         built[workers] = Bm25V2().index(corpus)
     one, two = built[1], built[2]
     assert list(two.vocab.items()) == list(one.vocab.items())
-    assert two.model.scores["num_docs"] == one.model.scores["num_docs"] == 500
+    assert two.matrix["num_docs"] == one.matrix["num_docs"] == 500
     for name in ("data", "indices", "indptr"):
-        assert two.model.scores[name].dtype == one.model.scores[name].dtype
-        assert np.array_equal(two.model.scores[name].view(np.uint8), one.model.scores[name].view(np.uint8)), name
+        assert two.matrix[name].dtype == one.matrix[name].dtype
+        assert np.array_equal(two.matrix[name].view(np.uint8), one.matrix[name].view(np.uint8)), name
     queries = ["invoice retry", "w7 w300", "getUserById", "nothing", "cache the x9", "w1 w2 w3", "db pool"]
     expected, vocab, arrays = reference_rankings(corpus, queries, 20, Bm25V2())
     assert list(two.vocab.items()) == list(vocab.items())
-    assert all(np.array_equal(two.model.scores[n], arrays[n]) for n in ("data", "indices", "indptr"))
+    assert all(np.array_equal(two.matrix[n], arrays[n]) for n in ("data", "indices", "indptr"))
     monkeypatch.setattr(bm25_v2, "THREADED_FROM", 0)  # the queries ranked in parts, on two threads
     assert [list(zip(r.doc_ids, r.scores)) for r in two.search(queries, 20)] == expected

@@ -131,16 +131,24 @@ def test_title_counts_more_than_body():
     assert r.doc_ids == ("a", "b")
 
 
+def test_the_stop_words_are_bm25s_english_ones():
+    from bm25s.stopwords import STOPWORDS_EN
+
+    from cortex_exp.retrievers.tokenize import STOPWORDS
+
+    assert STOPWORDS == frozenset(STOPWORDS_EN)
+
+
 def test_a_pieces_terms_are_identifier_aware_of_it_shortcut_or_not():
     """`piece_terms` takes a shortcut for a plain lower-case word; every kind of piece gives
     what `identifier_aware` gives."""
     import random
 
-    from cortex_exp.retrievers.tokenize import piece_terms, stopwords
+    from cortex_exp.retrievers.tokenize import STOPWORDS, piece_terms
 
     rng = random.Random(5)
     alphabet = "abcdefghijklmnopqrstuvwxyz" * 4 + "ABCXYZ0123456789_.-/:éßİ"
     pieces = ["a", "i", "7", "42", "the", "and", "running", "x1", "1x", "ſ", "ǅungla", "ﬁle", "abc123", "İstanbul"]
-    pieces += sorted(stopwords())[:50] + ["".join(rng.choices(alphabet, k=rng.randint(1, 12))) for _ in range(20000)]
+    pieces += sorted(STOPWORDS)[:50] + ["".join(rng.choices(alphabet, k=rng.randint(1, 12))) for _ in range(20000)]
     for piece in pieces:
         assert piece_terms(piece) == identifier_aware(piece), piece
