@@ -47,6 +47,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from cortex_exp.data.corpus_ids import IdColumn
 from cortex_exp.data.document import Document, probe_arrays, probe_key_of
 from cortex_exp.parallel import ordered_map
 from cortex_exp.redact import scrub
@@ -64,7 +65,7 @@ class Columns(NamedTuple):
     """What the columns of a corpus hold, as `Corpus.stored` takes it."""
 
     docs: ColumnDocuments
-    ids: list[str]
+    ids: IdColumn
     digests: np.ndarray  # n x 32
     always: list[str]
     probe: tuple[np.ndarray, np.ndarray]
@@ -131,10 +132,7 @@ def _read(where: Path, sha256: str) -> tuple[Columns | None, str]:
     problem = _shape_problem(arrays, docs, meta)
     if problem:
         return None, problem
-    n = meta["size"]
-    ids_at = arrays["ids_at"].tolist()
-    blob = arrays["ids"].tobytes()
-    ids = [blob[ids_at[i] : ids_at[i + 1]].decode("utf-8") for i in range(n)]
+    ids = IdColumn(arrays["ids"], arrays["ids_at"])
     always = [ids[i] for i in np.flatnonzero(arrays["flags"] & ALWAYS_SERVED).tolist()]
     docs.ids = ids
     probe = (arrays["probe_keys"], arrays["probe_flags"])
@@ -194,7 +192,7 @@ class ColumnDocuments(Sequence):
     def __init__(self, fh, data_at: int, size: int, fields_at: np.ndarray, flags: np.ndarray):
         self._fh, self._fd, self._data_at, self.size = fh, fh.fileno(), data_at, size
         self._fields_at, self._flags = fields_at, flags
-        self.ids: list[str] = []
+        self.ids: Sequence[str] = ()
         weakref.finalize(self, fh.close)
 
     @classmethod
@@ -229,13 +227,13 @@ class ColumnDocuments(Sequence):
         first = int(bounds[0])
         buf = os.pread(self._fd, int(bounds[-1]) - first, self._data_at + first)
         at = (bounds - first).tolist()
-        flags, ids = self._flags[start:stop].tolist(), self.ids
+        flags, ids = self._flags[start:stop].tolist(), self.ids[start:stop]
         out = []
         for k, flag in enumerate(flags):
             j = FIELDS_PER_DOC * k
             title, text, project, kind = (buf[at[j + f] : at[j + f + 1]].decode("utf-8") for f in range(4))
             project = None if flag & NO_PROJECT else project
-            out.append(Document(ids[start + k], title, text, project, kind, bool(flag & ALWAYS_SERVED)))
+            out.append(Document(ids[k], title, text, project, kind, bool(flag & ALWAYS_SERVED)))
         return out
 
     def __iter__(self) -> Iterator[Document]:
