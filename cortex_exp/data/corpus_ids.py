@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 
 BLOCK = 8192  # ids decoded at once when iterating
-CHUNK = 1 << 16  # ids hashed at once (bounds the hashing's temporary arrays)
+CHUNK = 1 << 14  # ids hashed at once (bounds the hashing's temporary arrays to a few MB)
 P = 0x9E3779B97F4A7C15  # the hash's multiplier (odd): h(b) = sum of b[j] * P**j, mod 2**64
 MASK = (1 << 64) - 1
 
@@ -138,7 +138,8 @@ class IdColumn(Sequence):
             powers = _powers(longest)
             hashes = self._hashes(at, powers)
             rows = np.argsort(hashes, kind="stable")
-            self._index = (memoryview(hashes[rows]).cast("B").cast("Q"), rows, powers.tolist())
+            hashes.sort()  # in place: no third array of n (the lookup is built late in a run, at its largest)
+            self._index = (memoryview(hashes).cast("B").cast("Q"), rows, powers.tolist())
         return self._index
 
     def _hashes(self, at: np.ndarray, powers: np.ndarray) -> np.ndarray:
