@@ -10,10 +10,11 @@ A corpus file is parsed once: the first reading of a file's bytes (an import, `g
 a run) validates every line and hashes every document in one streaming pass
 (`corpus_file.read_documents`), and keeps what it found as columns in `cache.dir`, keyed by the
 file's sha256 (`corpus_columns`); every reading, the first included, then loads the corpus from
-those columns: per document its id, its hash (32 bytes), its probe text's digest and flags (17
-bytes, `document.probe_key`: the probe's choice reads them), and its fields' bounds in the
-columns' `fields.npy`, from which `docs` reads documents when they are asked for, one at a time
-or in blocks. The fingerprint is the one the columns keep. (When the columns cannot be written,
+those columns, mapped (never copied into the process): per document its id (its UTF-8 bytes,
+`corpus_ids.IdColumn`, which also answers which row holds an id), its hash (32 bytes), its probe
+text's digest and flags (17 bytes, `document.probe_key`: the probe's choice reads them), and its
+fields' bounds in the columns' `fields.npy`, from which `docs` reads documents when they are
+asked for, one at a time or in blocks. The fingerprint is the one the columns keep. (When the columns cannot be written,
 the corpus reads its documents back from the file itself, `corpus_file.FileDocuments`.) A corpus
 built from `Document` objects (tests, the demo generator) holds them in a list. All answer the
 same questions the same way.
@@ -32,6 +33,7 @@ import numpy as np
 
 from cortex_exp.data.corpus_columns import Columns, ColumnsWriter, read_columns
 from cortex_exp.data.corpus_file import FileDocuments, file_sha256, read_documents
+from cortex_exp.data.corpus_ids import IdColumn
 from cortex_exp.data.document import (
     FIELDS,
     Document,
@@ -86,23 +88,26 @@ def diff_hashes(old: Mapping[str, str], new: Mapping[str, str]) -> CorpusDiff:
 
 
 class RowView(Mapping):
-    """Document id -> `at(row)`, the id's row in the corpus computed when asked: `by_id` reads
-    the document back, `hashes` turns its raw digest into hex."""
+    """Document id -> `at(row)`, the id's row in the corpus (`IdColumn.row`) and what is there
+    computed when asked: `by_id` reads the document back, `hashes` turns its raw digest into hex."""
 
-    def __init__(self, rows: Mapping[str, int], at: Callable[[int], Any]):
-        self._rows, self._at = rows, at
+    def __init__(self, ids: IdColumn, at: Callable[[int], Any]):
+        self._ids, self._at = ids, at
 
     def __getitem__(self, doc_id: str):
-        return self._at(self._rows[doc_id])
+        row = self._ids.row(doc_id)
+        if row is None:
+            raise KeyError(doc_id)
+        return self._at(row)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._rows)
+        return iter(self._ids)
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._ids)
 
     def __contains__(self, doc_id) -> bool:
-        return doc_id in self._rows
+        return doc_id in self._ids
 
 
 class HashedCorpus(Protocol):
@@ -124,7 +129,7 @@ class HashedCorpus(Protocol):
 class Corpus:
     """Documents in file order, indexed by id, with their hashes and fingerprint.
 
-    `ids` (file order), `docs` (a sequence of `Document`), `by_id`, `hashes` (id -> hex),
+    `ids` (file order, an `IdColumn`), `docs` (a sequence of `Document`), `by_id`, `hashes` (id -> hex),
     `fingerprint`, `always_served` (the ids flagged), `path`, `probe_keys()`."""
 
     def __init__(self, docs: Sequence[Document], path: Path | None = None):
@@ -136,7 +141,7 @@ class Corpus:
     def stored(
         cls,
         docs: FileDocuments,
-        ids: list[str],
+        ids: Sequence[str],
         digests: np.ndarray,
         always_served: Iterable[str],
         path: Path,
@@ -162,19 +167,19 @@ class Corpus:
         self._probe = probe
         self._order = kept[1] if kept else None
         self.docs = docs
-        self.ids = ids
+        self.ids = ids if isinstance(ids, IdColumn) else IdColumn.of(ids)
         self.path = path
-        self._rows = {doc_id: row for row, doc_id in enumerate(ids)}
         self._digests = digests
-        self.by_id = RowView(self._rows, docs.__getitem__)
-        self.hashes = RowView(self._rows, lambda row: digests[row].tobytes().hex())
+        self.by_id = RowView(self.ids, docs.__getitem__)
+        self.hashes = RowView(self.ids, lambda row: digests[row].tobytes().hex())
         self.always_served = always_served
         self.fingerprint = kept[0] if kept else self._fingerprint()
 
     def _sorted_order(self) -> np.ndarray:
         """The rows in the order of their ids sorted (the fingerprint's, and the columns'), sorted once."""
         if self._order is None:
-            self._order = np.array(sorted(range(len(self.ids)), key=self.ids.__getitem__), dtype=np.int64)
+            ids = list(self.ids)  # decoded once, for the sort only
+            self._order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
         return self._order
 
     def _sorted_rows(self) -> list[int]:
@@ -182,9 +187,9 @@ class Corpus:
 
     def _id_hash_lines(self) -> Iterator[tuple[str, str]]:
         """(id, hex hash) of every document, ids sorted."""
-        hexes = self._digests.tobytes().hex()
-        for row in self._sorted_rows():
-            yield self.ids[row], hexes[64 * row : 64 * row + 64]
+        hexes, rows = self._digests.tobytes().hex(), self._sorted_rows()
+        for row, doc_id in zip(rows, self.ids.taken(rows)):
+            yield doc_id, hexes[64 * row : 64 * row + 64]
 
     def hash_map(self) -> dict[str, str]:
         """`dict(self.hashes)`, in corpus order, turned into hex at once instead of asked one id at a
@@ -212,7 +217,7 @@ class Corpus:
         return self._probe
 
     def __contains__(self, doc_id: str) -> bool:
-        return doc_id in self._rows
+        return doc_id in self.ids
 
     def fingerprint_record(self) -> dict:
         """What a run logs as `corpus_fingerprint.json`."""

@@ -18,23 +18,26 @@ hand (`PartBuilder`): the workers of a first reading, or import-beir's converter
 each span (`golden/beir.py`), so that the corpus it writes is never read back to write them.
 
 Every later reading of a file with those bytes hashes the file (one sequential read, no
-parsing) and maps its columns instead: the documents are read from `fields.npy` at their
-bounds, the fingerprint and the probe's keys are the ones kept. The columns are proven as the
+parsing) and maps its columns instead: each array is hashed and mapped read-only through one
+opening of its file (`_mapped`: its pages the operating system's, touched when read, never
+copied into the process), the documents are read from `fields.npy` at their bounds, the
+fingerprint and the probe's keys are the ones kept. The columns are proven as the
 other caches are (`run/ranking_cache.py`): a folder whose `columns.json` is not of this format,
 names another JSONL, fails its digest, or whose file does not hash to what `columns.json` says
 (truncated, edited, damaged) is discarded with a `WARNING: CACHE <folder>: ...` line and
 written again from the JSONL — never trusted, never fatal. (A digest finds an accident or a
 hand edit, not someone who recomputes it.) A JSONL that changed has another sha256: its old
-columns are never read for it. Every `.npy` is read with `allow_pickle=False`.
+columns are never read for it. No `.npy` is unpickled: an array of another dtype than the
+one written (`DTYPES`) is refused.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import itertools
 import json
 import logging
+import mmap
 import os
 import shutil
 import weakref
@@ -44,6 +47,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from cortex_exp.data.corpus_ids import IdColumn
 from cortex_exp.data.document import Document, probe_arrays, probe_key_of
 from cortex_exp.parallel import ordered_map
 from cortex_exp.redact import scrub
@@ -61,7 +65,7 @@ class Columns(NamedTuple):
     """What the columns of a corpus hold, as `Corpus.stored` takes it."""
 
     docs: ColumnDocuments
-    ids: list[str]
+    ids: IdColumn
     digests: np.ndarray  # n x 32
     always: list[str]
     probe: tuple[np.ndarray, np.ndarray]
@@ -112,10 +116,10 @@ def _read(where: Path, sha256: str) -> tuple[Columns | None, str]:
         return None, "columns.json does not match its digest (edited or damaged)"
     arrays = {}
     for name in ARRAYS:
-        raw = (where / f"{name}.npy").read_bytes()
-        if hashlib.sha256(raw).hexdigest() != meta["files"][name]:
+        array = _mapped(where / f"{name}.npy", meta["files"][name])
+        if array is None:
             return None, f"{name}.npy does not hash to what columns.json says (edited, truncated or damaged)"
-        arrays[name] = np.load(io.BytesIO(raw), allow_pickle=False)
+        arrays[name] = array
     fh = open(where / "fields.npy", "rb")  # noqa: SIM115 - kept open by the documents, closed with them
     try:
         if hashlib.file_digest(fh, "sha256").hexdigest() != meta["files"]["fields"]:
@@ -128,14 +132,37 @@ def _read(where: Path, sha256: str) -> tuple[Columns | None, str]:
     problem = _shape_problem(arrays, docs, meta)
     if problem:
         return None, problem
-    n = meta["size"]
-    ids_at = arrays["ids_at"].tolist()
-    blob = arrays["ids"].tobytes()
-    ids = [blob[ids_at[i] : ids_at[i + 1]].decode("utf-8") for i in range(n)]
+    ids = IdColumn(arrays["ids"], arrays["ids_at"])
     always = [ids[i] for i in np.flatnonzero(arrays["flags"] & ALWAYS_SERVED).tolist()]
     docs.ids = ids
     probe = (arrays["probe_keys"], arrays["probe_flags"])
     return Columns(docs, ids, arrays["digests"], always, probe, meta["fingerprint"], arrays["order"]), ""
+
+
+DTYPES = {"ids": np.uint8, "ids_at": np.int64, "fields_at": np.int64, "order": np.int64}  # else uint8
+
+
+def _mapped(path: Path, sha256: str) -> np.ndarray | None:
+    """The array of the `.npy` file `path`, mapped read-only (its pages the operating system's,
+    read when touched, never copied into the process), when the file hashes to `sha256`; None
+    when it does not. The file is opened once: the bytes hashed are the bytes mapped, whatever
+    is renamed over its name meanwhile (`_into_place` replaces a folder that way, never a file
+    in place; a file written over in place while a run maps it is outside what is proven, as
+    for `fields.npy`'s reads)."""
+    with open(path, "rb") as fh:
+        if hashlib.file_digest(fh, "sha256").hexdigest() != sha256:
+            return None
+        fh.seek(0)
+        version = np.lib.format.read_magic(fh)
+        read_header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+        if version not in read_header:
+            raise ValueError(f"{path.name} is of .npy version {version}")
+        shape, fortran, dtype = read_header[version](fh)
+        expected = np.dtype(DTYPES.get(path.stem, np.uint8))
+        if dtype != expected or fortran:  # never an object (pickled) array: `allow_pickle=False`'s guard
+            raise ValueError(f"{path.name} holds {dtype}{' in Fortran order' if fortran else ''}, not {expected}")
+        pages = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)  # its own descriptor: the file may close
+        return np.ndarray(shape, dtype, buffer=pages, offset=fh.tell())  # TypeError when the file is too short
 
 
 def _shape_problem(arrays: dict, docs: ColumnDocuments, meta: dict) -> str | None:
@@ -165,7 +192,7 @@ class ColumnDocuments(Sequence):
     def __init__(self, fh, data_at: int, size: int, fields_at: np.ndarray, flags: np.ndarray):
         self._fh, self._fd, self._data_at, self.size = fh, fh.fileno(), data_at, size
         self._fields_at, self._flags = fields_at, flags
-        self.ids: list[str] = []
+        self.ids: Sequence[str] = ()
         weakref.finalize(self, fh.close)
 
     @classmethod
@@ -200,13 +227,13 @@ class ColumnDocuments(Sequence):
         first = int(bounds[0])
         buf = os.pread(self._fd, int(bounds[-1]) - first, self._data_at + first)
         at = (bounds - first).tolist()
-        flags, ids = self._flags[start:stop].tolist(), self.ids
+        flags, ids = self._flags[start:stop].tolist(), self.ids[start:stop]
         out = []
         for k, flag in enumerate(flags):
             j = FIELDS_PER_DOC * k
             title, text, project, kind = (buf[at[j + f] : at[j + f + 1]].decode("utf-8") for f in range(4))
             project = None if flag & NO_PROJECT else project
-            out.append(Document(ids[start + k], title, text, project, kind, bool(flag & ALWAYS_SERVED)))
+            out.append(Document(ids[k], title, text, project, kind, bool(flag & ALWAYS_SERVED)))
         return out
 
     def __iter__(self) -> Iterator[Document]:

@@ -80,7 +80,7 @@ class ProbeQuery:
     text: str
 
 
-def _spread(pool: Sequence, r: int, rng: np.random.Generator | None = None) -> list:
+def _spread(pool: Sequence | np.ndarray, r: int, rng: np.random.Generator | None = None) -> list:
     """r items of `pool`: sampled by `rng` (in a random order), else evenly spread over it (the
     middle of each of r equal slices)."""
     if rng is not None:
@@ -130,7 +130,8 @@ def _choose(corpus: Corpus, n: int, seed: int | None) -> list[tuple[ProbeQuery, 
     rng = None if seed is None else np.random.default_rng(seed)
     chosen: list[tuple[int, int]] = []
     for tier in sorted(set(tiers.tolist())):
-        chosen += [(row, tier) for row in _spread(rows[tiers == tier].tolist(), n - len(chosen), rng)]
+        # the tier's rows stay an array (a million Python ints would be ~36 MB, for a few picked)
+        chosen += [(int(row), tier) for row in _spread(rows[tiers == tier], n - len(chosen), rng)]
         if len(chosen) >= n:
             break
     return [(ProbeQuery(corpus.docs[row].id, probe_text(corpus.docs[row])), tier) for row, tier in chosen]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import mmap
 import os
 
 import numpy as np
@@ -117,6 +118,30 @@ def test_a_corpus_read_from_its_columns_keeps_its_documents_when_the_file_is_wri
     with open(path, "r+b") as fh:  # the same file, other bytes: the documents hashed are the ones read
         fh.write(b" ")
     assert list(corpus.docs) == DOCS and dict(corpus.hashes) == {d.id: document_hash(d) for d in DOCS}
+
+
+def test_the_arrays_are_mapped_from_the_bytes_hashed_whatever_is_renamed_over_them(tmp_path, monkeypatch):
+    """Each array is hashed and mapped through one opening of its file: another file renamed over
+    its name once it is hashed is not what the corpus reads (nor are its pages copied in)."""
+    path, cache = written(tmp_path / "data"), tmp_path / "cache"
+    load_corpus(path, cache)
+    other = tmp_path / "other.npy"
+    np.save(other, np.zeros((len(DOCS), 32), np.uint8))
+    real = hashlib.file_digest
+
+    def hashed_then_replaced(fh, digest):
+        out = real(fh, digest)
+        if os.path.basename(fh.name) == "digests.npy":
+            os.replace(other, fh.name)
+        return out
+
+    monkeypatch.setattr(hashlib, "file_digest", hashed_then_replaced)
+    columns = corpus_columns.read_columns(cache, sha256(path))
+    monkeypatch.undo()
+    assert columns is not None and not other.exists()  # replaced after it was hashed
+    assert isinstance(columns.digests.base, mmap.mmap) and not columns.digests.flags.writeable
+    loaded = Corpus.of_columns(columns, path)
+    assert dict(loaded.hashes) == {d.id: document_hash(d) for d in DOCS}
 
 
 def _flip_last_byte(path):

@@ -32,3 +32,17 @@ def test_float32_scores_come_back_as_their_exact_float64_values():
     scores = np.array([0.1, 0.30000001, 0.2], dtype=np.float32)
     got = ranking_from_scores(["a", "b", "c"], scores, 2)
     assert got.doc_ids == ("b", "c") and got.scores == (float(scores[1]), float(scores[2]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("nans", [0, 1, 5, 30])
+def test_mostly_positive_scores_with_nans_give_the_plain_top_k(dtype, nans):
+    """Most scores positive (the top k found over all of them at once): NaNs, never positive,
+    are left out however many there are, ties at the cut kept."""
+    rng = np.random.default_rng(11)
+    doc_ids = [f"d{i:05d}" for i in rng.permutation(3000)]
+    scores = (rng.integers(-2, 30, 3000) / 4).astype(dtype)
+    scores[rng.choice(3000, nans, replace=False)] = np.nan
+    for k in (1, 10, 24, 100):
+        got = ranking_from_scores(doc_ids, scores, k)
+        assert (got.doc_ids, got.scores) == plain(doc_ids, scores, k), k
