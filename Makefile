@@ -13,7 +13,7 @@ FIND_LINKS := $(if $(WHEELS),--find-links $(WHEELS),)
 UV := $(VENV)/bin/uv
 UV_VERSION := 0.13.9
 
-.PHONY: run test test-fast test-slow lint docs bytecode postgresql chromium screenshots bench clean
+.PHONY: run test test-fast test-slow lint docs postgresql chromium screenshots bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -61,19 +61,13 @@ chromium:
 TEST_JOBS ?= 2
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadfile --durations=10
 
-# The package's own bytecode, compiled once before the tests (into its __pycache__/ folders, which
-# git ignores): where PYTHONDONTWRITEBYTECODE is set (this machine sets it), nothing compiled on
-# import is kept, and every process the suite starts compiled cortex_exp again (0.27 CPU s each).
-bytecode: $(STAMP)
-	$(PY) -m compileall -q -j 0 cortex_exp tests/support
-
-test: lint docs postgresql chromium bytecode
+test: lint docs postgresql chromium
 	$(PYTEST) tests
 
-test-fast: lint docs bytecode
+test-fast: lint docs
 	$(PYTEST) -m "not slow" tests
 
-test-slow: $(STAMP) postgresql chromium bytecode
+test-slow: $(STAMP) postgresql chromium
 	$(PYTEST) -m slow tests
 
 # the README's screenshots (docs/screenshots/), made by the browser test itself
