@@ -58,8 +58,12 @@ chromium:
 
 # Test files run on TEST_JOBS processes (pytest-xdist), each file whole on one of them: its
 # module fixtures (a demo collection, a PostgreSQL server, a Ray head) are made once.
+# Bytecode: where PYTHONDONTWRITEBYTECODE is set (this machine sets it), each of the suite's ~150
+# processes compiled cortex_exp again and each worker rewrote every test module's asserts again.
+# The tests write their bytecode into the venv (PYTHONPYCACHEPREFIX, never beside the sources) and
+# read it back from there.
 TEST_JOBS ?= 2
-PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadfile --durations=10
+PYTEST := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pycache $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadfile --durations=10
 
 test: lint docs postgresql chromium
 	$(PYTEST) tests

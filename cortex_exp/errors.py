@@ -128,6 +128,16 @@ def quiet_stdout() -> None:
         sys.stdout = _QuietStdout(sys.stdout)
 
 
+def command_process(main: Callable[[], int]) -> int:
+    """A command's own process (`python -m ...` and the console scripts; never a library caller,
+    nor a test calling `main(argv)`): `main()` with the cyclic collector run less often, then its
+    exit code. The command imports MLflow's ~2,000 modules, hundreds of thousands of objects that
+    live until the process ends; at the default threshold the collector walks them again and again
+    while they import: 0.7 of a tiny run's 4.1 CPU-s (docs/measured.md)."""
+    gc.set_threshold(100_000, 50, 100)
+    return main()
+
+
 def run_cli(fn: Callable[[], object]) -> int:
     """Run a command's body; every exception becomes its exit code (SIGINT 130, SIGTERM 143:
     `cortex_exp.interrupts.Interrupted` carries the signal)."""

@@ -25,7 +25,7 @@ import yaml
 
 from cortex_exp.console.usage import described
 from cortex_exp.data.corpus import Corpus, load_corpus
-from cortex_exp.errors import InputError, UsageParser, quiet_stdout, run_cli
+from cortex_exp.errors import InputError, UsageParser, command_process, quiet_stdout, run_cli
 from cortex_exp.retrievers.contract import (
     Check,
     check_failure_raises,
@@ -180,5 +180,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(c.ok for c in result["checks"]) else 1
 
 
+def entry() -> int:
+    """The console script and `python -m`: `main` in a command's own process."""
+    return command_process(main)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

@@ -23,7 +23,7 @@ from cortex_exp import interrupts
 from cortex_exp.cli.config import register
 from cortex_exp.cli.trust import check_arguments
 from cortex_exp.console.logs import quiet_environment, quiet_progress_bars
-from cortex_exp.errors import CortexError, quiet_stdout, report, run_cli
+from cortex_exp.errors import CortexError, command_process, quiet_stdout, report, run_cli
 from cortex_exp.settings import CacheSettings
 
 register()  # the schemas must be in the ConfigStore before Hydra composes
@@ -85,7 +85,7 @@ def entry() -> None:
     """The console script and `python -m cortex_exp`: `main` of the process's arguments, then
     the process exits (a signal from then on only sets the exit code: `interrupts.closing`)."""
     try:
-        code = main()
+        code = command_process(main)
     finally:
         interrupts.closing()
     sys.exit(code)

@@ -14,7 +14,6 @@ value the Python API (`cortex_exp.api`) builds from keywords.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import sys
 import textwrap
@@ -27,7 +26,7 @@ from cortex_exp.compare.options import BOOTSTRAP_KINDS, CI_KINDS, CompareOptions
 from cortex_exp.console.logs import configure as configure_logging
 from cortex_exp.console.tables import WIDTH
 from cortex_exp.console.usage import described
-from cortex_exp.errors import InputError, UsageParser, quiet_stdout, run_cli
+from cortex_exp.errors import InputError, UsageParser, command_process, quiet_stdout, run_cli
 from cortex_exp.metrics import higher_is_better, primary_name
 from cortex_exp.settings import MetricSettings
 
@@ -235,10 +234,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> int:
-    """`python -m cortex_exp.compare` (and the place for a console script): `main` tuned for a
-    short-lived process. Fewer garbage collections while MLflow's ~2,000 modules import, and
-    none at exit (every command's, `errors.run_cli`): together about a second of a ~3 s command
-    (bench/compare_speed.py)."""
-    gc.set_threshold(100_000, 50, 100)
+    """`python -m cortex_exp.compare` and its console script: `main` in a command's own process
+    (`errors.command_process`: fewer garbage collections while MLflow's modules import, and none
+    at exit: together about a second of a ~3 s command, bench/compare_speed.py)."""
     interrupts.install()
-    return main()
+    return command_process(main)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from cortex_exp.console.usage import described
-from cortex_exp.errors import quiet_stdout
+from cortex_exp.errors import command_process, quiet_stdout
 
 from . import DEFAULT_SEED, generate
 
@@ -33,5 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def entry() -> int:
+    """The console script and `python -m`: `main` in a command's own process."""
+    return command_process(main)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

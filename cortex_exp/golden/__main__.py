@@ -12,7 +12,7 @@ from typing import Any
 
 from cortex_exp.console.tables import WIDTH
 from cortex_exp.console.usage import described
-from cortex_exp.errors import InputError, quiet_stdout, run_cli
+from cortex_exp.errors import InputError, command_process, quiet_stdout, run_cli
 from cortex_exp.golden.audit import DEFAULT_SIZE
 from cortex_exp.golden.beir import import_beir
 from cortex_exp.golden.build import build_from_files, rebuild
@@ -418,5 +418,10 @@ def run(args, encoder=None) -> None:
     print(summary(golden))
 
 
+def entry() -> int:
+    """The console script and `python -m`: `main` in a command's own process."""
+    return command_process(main)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

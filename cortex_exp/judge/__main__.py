@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cortex_exp.console.logs import configure as configure_logging
 from cortex_exp.console.usage import described
-from cortex_exp.errors import InputError, UsageParser, quiet_stdout, run_cli
+from cortex_exp.errors import InputError, UsageParser, command_process, quiet_stdout, run_cli
 from cortex_exp.retrievers.encoders import Encoder
 from cortex_exp.tracking.judges import MODEL_FILE, OUT_OF_FOLD_FILE
 
@@ -164,5 +164,10 @@ def main(argv: list[str] | None = None, encoder: Encoder | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 0
 
 
+def entry() -> int:
+    """The console script and `python -m`: `main` in a command's own process."""
+    return command_process(main)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

@@ -4,6 +4,7 @@
 import sys
 
 from cortex_exp.compare.plans.cli import main
+from cortex_exp.errors import command_process
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(command_process(main))

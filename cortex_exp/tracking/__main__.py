@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cortex_exp import interrupts
 from cortex_exp.console.usage import described
-from cortex_exp.errors import UsageParser, quiet_stdout, run_cli
+from cortex_exp.errors import UsageParser, command_process, quiet_stdout, run_cli
 
 WHAT = """Log the runs kept in a spool folder when the tracking store failed mid-run (MLFLOW
 UNREACHABLE, MLFLOW STORE FULL) as complete runs, once the store is back: each is checked whole
@@ -53,5 +53,10 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 0
 
 
+def entry() -> int:
+    """The console script and `python -m`: `main` in a command's own process."""
+    return command_process(main)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())
