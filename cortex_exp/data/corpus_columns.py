@@ -325,16 +325,17 @@ class PartBuilder:
             self._keys += key
             self._key_flags.append(flag)
 
-    def part(self, into: Path, start: int) -> Part | None:
+    def part(self, into: Path, start: int) -> Part | OSError:
         """The part, its fields' bytes written into a file of its own in the writer's folder
         `into` (`ColumnsWriter.tmp`: a gigabyte of texts never goes through a pipe), named after
-        where the span starts; None when that file cannot be written (the writer says so)."""
+        where the span starts; the error when that file cannot be written (the writer says it,
+        with the file and the reason: `ColumnsWriter.add`)."""
         fields, joined = into / f"part-{start}.fields", "".join(self._fields)
         try:
             with open(fields, "xb") as fh:
                 fh.write(joined.encode())
-        except OSError:
-            return None
+        except OSError as exc:
+            return exc
         field_lengths = _utf8_lengths(self._fields, joined)
         ids = "".join(self._ids)
         id_lengths = _utf8_lengths(self._ids, ids)
@@ -377,12 +378,13 @@ class ColumnsWriter:
     def __exit__(self, *exc_info) -> None:
         self.discard()
 
-    def add(self, part: Part | None) -> None:
-        """The next span's part (None: its worker could not write it, and no columns are kept)."""
-        if self.tmp is None or self._failed:
+    def add(self, part: Part | OSError | None) -> None:
+        """The next span's part (an error: its worker could not write it, and no columns are kept;
+        None: no part was made, when this writer writes nothing)."""
+        if self.tmp is None or self._failed or part is None:
             return
-        if part is None:
-            self._fail("a worker could not write its part")
+        if isinstance(part, OSError):
+            self._fail(f"a worker could not write its part: {part}")
             return
         ids, fields = self._blobs
         try:
@@ -479,7 +481,7 @@ class _Docs(NamedTuple):
     probe: bool
 
 
-def _span_part(state: _Docs, span: tuple[int, int]) -> Part | None:
+def _span_part(state: _Docs, span: tuple[int, int]) -> Part | OSError:
     """The part of the documents span[0]..span[1]."""
     builder = PartBuilder(state.probe)
     for doc in state.docs[span[0] : span[1]]:

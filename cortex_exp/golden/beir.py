@@ -104,7 +104,7 @@ class _Converted:
     lines: bytes  # one after the other, each with its newline (a worker's part: in `written` instead)
     lengths: array  # of each line, its newline included
     written: Path | None = None  # the file a worker wrote the lines into (`_convert_span`)
-    columns: Part | None = None  # the documents' part of the corpus's columns (`_convert_span`)
+    columns: Part | OSError | None = None  # the documents' part of the corpus's columns (`_convert_span`)
 
 
 def _convert(

@@ -9,6 +9,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 
 import numpy as np
@@ -223,12 +224,14 @@ def test_a_refused_or_failed_import_leaves_no_columns(tmp_path, monkeypatch, cac
 def test_an_import_whose_columns_cannot_be_written_still_imports(tmp_path, monkeypatch, caplog, cache):
     monkeypatch.setattr(beir_module, "SPAN", 300)
     monkeypatch.setattr(parallel, "_cap", 2)
-    monkeypatch.setattr(
-        corpus_columns.PartBuilder, "part", lambda builder, into, start: None
-    )  # a worker's write failed
+    part = corpus_columns.PartBuilder.part
+    monkeypatch.setattr(  # a worker's write fails: its folder is gone
+        corpus_columns.PartBuilder, "part", lambda builder, into, start: part(builder, into / "gone", start)
+    )
     with caplog.at_level(logging.WARNING, logger="cortex_exp.data"):
         import_beir(_beir(tmp_path / "beir"), tmp_path / "out")
-    assert "cannot be written (a worker could not write its part)" in caplog.text
+    said = re.search(r"cannot be written \(a worker could not write its part: (.*)\)", caplog.text)
+    assert said and "No such file or directory" in said[1] and "gone/part-0.fields" in said[1]
     assert _left(cache) == []
     monkeypatch.undo()
     not_a_folder = tmp_path / "cache-file"
