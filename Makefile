@@ -26,12 +26,13 @@ run: $(STAMP)
 	$(PY) -m cortex_exp -m 'row=glob(*,exclude=_*)'
 
 # the import rules (pyproject.toml [tool.importlinter]), lint, format and types ([tool.mypy]):
-# part of every test run
+# part of every test run. mypy keeps its cache in the venv (never beside the sources): 22 s cold,
+# 0.6 s once nothing changed.
 lint: $(STAMP)
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/ruff check --no-cache cortex_exp tests bench examples
 	$(VENV)/bin/ruff format --no-cache --check cortex_exp tests bench examples
-	$(VENV)/bin/mypy --cache-dir=/dev/null
+	$(VENV)/bin/mypy --cache-dir=$(VENV)/mypy-cache
 
 # the docs site (mkdocs.yml): strict, so a broken link or anchor fails make test; built into a
 # temporary folder (nothing generated in the source tree). `$(VENV)/bin/mkdocs serve` to read it.
