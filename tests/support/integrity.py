@@ -66,6 +66,7 @@ class Ctx:
     uri: str
     cache: Path
     finalizers: list
+    first_rankings: Callable[[], list[Path]] | None = None  # the module's first run's ranking cache files
 
     @property
     def data(self) -> list[str]:

@@ -41,6 +41,23 @@ def copy_store(source: Path, folder: Path, name: str = "mlflow.db") -> str:
     return f"sqlite:///{db}"
 
 
+def copy_store_with_runs(source: Path, folder: Path) -> str:
+    """A copy of the store `source` that holds runs, as the commands leave it (the database
+    beside its `mlruns/` artifacts), into `folder`: every run with its artifacts, the artifact
+    locations moved to the copy's folder (a change to the copy's artifacts leaves the source's as
+    they were); its URI. A test that needs runs made once for a module works on such a copy."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if (source.parent / "mlruns").is_dir():
+        shutil.copytree(source.parent / "mlruns", folder / "mlruns")
+    db = folder / source.name
+    shutil.copyfile(source, db)
+    old, new = f"{source.parent}/", f"{folder}/"
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute("UPDATE experiments SET artifact_location = replace(artifact_location, ?, ?)", (old, new))
+        conn.execute("UPDATE runs SET artifact_uri = replace(artifact_uri, ?, ?)", (old, new))
+    return f"sqlite:///{db}"
+
+
 def sqlite_store(folder: Path, name: str = "mlflow.db") -> str:
     """A new, empty store `folder/name` (a copy of the template); its URI."""
     return copy_store(template(), folder, name)

@@ -26,7 +26,7 @@ from support import ROOT
 from support.cli import compose_cfg
 from support.integrity import Bench, Compare, Golden, Main, Process, _bench, _new_process, beir_case, make_case_folder
 from support.integrity import execute as run_command
-from support.stores import sqlite_store
+from support.stores import copy_store_with_runs, sqlite_store
 
 from cortex_exp.golden import load_golden
 from cortex_exp.golden.build import build_from_files
@@ -48,7 +48,8 @@ class WithEnv:
 class Ctx:
     d: Path  # the case folder: corpus.jsonl, serves.jsonl, golden/
     uri: str
-    a: str = ""  # the runs a compare case made: A (bm25_v2) and B (bm25_v1)
+    pair: Callable[[], tuple[Path, str, str]] | None = None  # the module's runs A and B (`two_runs`)
+    a: str = ""  # the runs a compare case works on: A (bm25_v2) and B (bm25_v1)
     b: str = ""
 
     @property
@@ -172,7 +173,10 @@ def _same_metrics(ctx: Ctx) -> None:
 
 
 def _two_runs(ctx: Ctx) -> tuple[str, str]:
-    ctx.a, ctx.b = ctx.bench(), ctx.bench("retriever=bm25_v1")
+    """Runs A (bm25_v2) and B (bm25_v1) of the case's data in the case's own store: a copy of
+    the store the module made them in once (`two_runs`), their artifacts the case's own."""
+    db, ctx.a, ctx.b = ctx.pair()
+    ctx.uri = copy_store_with_runs(db, ctx.d.parent / "pair-store")
     return ctx.a, ctx.b
 
 
@@ -330,17 +334,32 @@ CASES: dict[str, Case] = {
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return sqlite_store(tmp_path_factory.mktemp("store"))
+def two_runs(tmp_path_factory):
+    """Runs A (bm25_v2) and B (bm25_v1) of the tiny case data, made once for the module (each
+    benchmark run costs a Hydra composition and a run): the store's database and the two run
+    ids. The compare cases read them, delete or edit them: each on its own copy (`_two_runs`)."""
+    root = tmp_path_factory.mktemp("two-runs")
+    make_case_folder(root / "case")
+    ctx = Ctx(root / "case", sqlite_store(root / "store"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        mp.setenv("CORTEX_CACHE_DIR", str(root / "cache"))
+        mp.setenv("CORTEX_SPOOL_DIR", str(root / "spool"))
+        _new_process()
+        a, b = ctx.bench(), ctx.bench("retriever=bm25_v1")
+        _new_process()  # the case's command starts as a new process would
+    return root / "store" / "mlflow.db", a, b
 
 
 @pytest.fixture
-def ctx(tmp_path, store, monkeypatch):
+def ctx(tmp_path, monkeypatch, request):
+    """The case folder and a store of the case's own (a copy of an empty one: milliseconds; a
+    store every case added to would make each search of it slower than the last)."""
     d = tmp_path / "case"
     make_case_folder(d)
     monkeypatch.chdir(tmp_path)
     _new_process()
-    return Ctx(d, store)
+    return Ctx(d, sqlite_store(tmp_path / "store"), lambda: request.getfixturevalue("two_runs"))
 
 
 def test_the_table_holds_every_case():
@@ -514,7 +533,7 @@ def test_compare_with_a_closed_stdout_logs_its_comparison(ctx):
 
 
 def test_plan_create_with_a_closed_stdout_logs_its_plan(ctx):
-    base = ctx.bench("retriever=bm25_v1")
+    _, base = _two_runs(ctx)  # B: a bm25_v1 run
     before = set(run_ids(ctx.uri))
     argv = ["cortex_exp.plan", "create", "--baseline", base, "--primary", "mrr", "--min-effect", "0.1"]
     code, err = _closed_stdout([*argv, "--tracking-uri", ctx.uri], ctx.d.parent)

@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 import pytest
-from ppi_py import ppi_mean_pointestimate
 
 from cortex_exp.compare import ppi, stats
 from cortex_exp.golden.audit import draw, inclusion
@@ -59,7 +58,11 @@ def test_by_hand_one_query_one_audited_hole():
 
 def test_with_equal_probabilities_it_is_ppi_pythons_point_estimate():
     """One query, Δw = 1/npos = 1 for every frame document (recall@10, the holes in B's top ten
-    only), π = n/N: Ŝ − naive = N · ppi_mean_pointestimate(Y, Ŷ, Ŷ_frame, lam=1)."""
+    only), π = n/N: Ŝ − naive = N · ppi_mean_pointestimate(Y, Ŷ, Ŷ_frame, lam=1).
+    ppi-python is imported here, not at the module's top: it imports numba (0.4 s of CPU), which
+    every process that collects the tests paid, whether it ran this one or not."""
+    from ppi_py import ppi_mean_pointestimate
+
     qids, rows_a, rows_b = toy_rows(1)
     t = ppi.table("recall_at_10", rows_a, rows_b, qids)
     rng = np.random.default_rng(3)
