@@ -133,7 +133,7 @@ def command_process(main: Callable[[], int]) -> int:
     nor a test calling `main(argv)`): `main()` with the cyclic collector run less often, then its
     exit code. The command imports MLflow's ~2,000 modules, hundreds of thousands of objects that
     live until the process ends; at the default threshold the collector walks them again and again
-    while they import: 0.7 of a tiny run's 4.1 CPU-s (docs/measured.md)."""
+    while they import: a tiny run 3.74 -> 3.10 CPU-s (docs/measured.md "Start-up")."""
     gc.set_threshold(100_000, 50, 100)
     return main()
 
