@@ -50,9 +50,15 @@ def code_record(obj: Any) -> dict:
 
 def clear() -> None:
     """Forget what was computed in this process (a test that edits a module calls it)."""
+    clear_sources()
+    _providers.cache_clear()
+
+
+def clear_sources() -> None:
+    """Forget what was read from source files (their digests and imports), keeping which
+    installed distribution provides which module: what changes while nothing is installed."""
     _version_of.cache_clear()
     _record_of.cache_clear()
-    _providers.cache_clear()
     _top_location.cache_clear()
 
 

@@ -72,8 +72,7 @@ def new_process() -> None:
 
     ranking_cache._MEMORY.clear()
     indexes._INDEXES.clear()
-    for memo in (code_version._version_of, code_version._record_of, code_version._top_location):
-        memo.cache_clear()  # code_version.clear() but `_providers`
+    code_version.clear_sources()
 
 
 class _ProcessState:

@@ -10,10 +10,13 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+
+import pytest
 
 from cortex_exp.errors import run_cli
 from cortex_exp.golden.build import build_from_files
@@ -211,6 +214,21 @@ def snapshot(folder: Path) -> dict[str, str]:
         elif path.is_file():
             out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
+
+
+@contextmanager
+def module_case(root: Path) -> Iterator[Path]:
+    """The case folder `root/case`, for a module fixture's commands made once and shared: they
+    run as a new process would, in `root` with its own cache and spool; the environment and the
+    process's state given back after."""
+    make_case_folder(root / "case")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        mp.setenv("CORTEX_CACHE_DIR", str(root / "cache"))
+        mp.setenv("CORTEX_SPOOL_DIR", str(root / "spool"))
+        _new_process()
+        yield root / "case"
+        _new_process()  # the next case's command starts as a new process would
 
 
 def make_case_folder(d: Path, now: datetime | None = None) -> None:

@@ -24,7 +24,18 @@ from urllib.parse import unquote, urlparse
 import pytest
 from support import ROOT
 from support.cli import compose_cfg
-from support.integrity import Bench, Compare, Golden, Main, Process, _bench, _new_process, beir_case, make_case_folder
+from support.integrity import (
+    Bench,
+    Compare,
+    Golden,
+    Main,
+    Process,
+    _bench,
+    _new_process,
+    beir_case,
+    make_case_folder,
+    module_case,
+)
 from support.integrity import execute as run_command
 from support.stores import copy_store_with_runs, sqlite_store
 
@@ -339,15 +350,9 @@ def two_runs(tmp_path_factory):
     benchmark run costs a Hydra composition and a run): the store's database and the two run
     ids. The compare cases read them, delete or edit them: each on its own copy (`_two_runs`)."""
     root = tmp_path_factory.mktemp("two-runs")
-    make_case_folder(root / "case")
-    ctx = Ctx(root / "case", sqlite_store(root / "store"))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(root)
-        mp.setenv("CORTEX_CACHE_DIR", str(root / "cache"))
-        mp.setenv("CORTEX_SPOOL_DIR", str(root / "spool"))
-        _new_process()
+    with module_case(root) as case:
+        ctx = Ctx(case, sqlite_store(root / "store"))
         a, b = ctx.bench(), ctx.bench("retriever=bm25_v1")
-        _new_process()  # the case's command starts as a new process would
     return root / "store" / "mlflow.db", a, b
 
 

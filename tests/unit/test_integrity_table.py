@@ -40,6 +40,7 @@ from support.integrity import (
     fifo,
     lines,
     make_case_folder,
+    module_case,
     put_lines,
     set_line,
     snapshot,
@@ -553,13 +554,8 @@ def first_run_rankings(tmp_path_factory, store):
     """The ranking cache files a first run of the tiny case data leaves (made once for the
     module: the tampered-cache cases each tamper with a copy)."""
     root = tmp_path_factory.mktemp("first-run")
-    make_case_folder(root / "case")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(root)
-        mp.setenv("CORTEX_CACHE_DIR", str(root / "cache"))
-        mp.setenv("CORTEX_SPOOL_DIR", str(root / "spool"))
-        _new_process()
-        assert Ctx(root / "case", store, root / "cache", []).bench() == 0
+    with module_case(root) as case:
+        assert Ctx(case, store, root / "cache", []).bench() == 0
     return sorted((root / "cache" / "rankings").glob("*.json"))
 
 
