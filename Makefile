@@ -62,17 +62,24 @@ chromium:
 # Bytecode: where PYTHONDONTWRITEBYTECODE is set (this machine sets it), each of the suite's ~150
 # processes compiled cortex_exp again and each worker rewrote every test module's asserts again.
 # The tests write their bytecode into the venv (PYTHONPYCACHEPREFIX, never beside the sources) and
-# read it back from there.
+# read it back from there. Python then reads every module's bytecode from that folder only: the
+# bytecode the install compiled (and the standard library's) is linked into it once, else each
+# test process compiled MLflow, torch, ... again (tests/support/link_bytecode.py).
 TEST_JOBS ?= 2
-PYTEST := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pycache $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadfile --durations=10
+PYCACHE := $(VENV)/pycache
+PYTEST := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(PYCACHE) $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadfile --durations=10
 
-test: lint docs postgresql chromium
+$(PYCACHE)/.laid: $(STAMP)
+	$(PY) tests/support/link_bytecode.py $(PYCACHE)
+	touch $@
+
+test: lint docs postgresql chromium $(PYCACHE)/.laid
 	$(PYTEST) tests
 
-test-fast: lint docs
+test-fast: lint docs $(PYCACHE)/.laid
 	$(PYTEST) -m "not slow" tests
 
-test-slow: $(STAMP) postgresql chromium
+test-slow: $(STAMP) postgresql chromium $(PYCACHE)/.laid
 	$(PYTEST) -m slow tests
 
 # the README's screenshots (docs/screenshots/), made by the browser test itself
