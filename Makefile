@@ -65,9 +65,13 @@ chromium:
 # read it back from there. Python then reads every module's bytecode from that folder only: the
 # bytecode the install compiled (and the standard library's) is linked into it once, else each
 # test process compiled MLflow, torch, ... again (tests/support/link_bytecode.py).
+# Threads: the test workers already keep the cores busy, so torch's and faiss's OpenMP threads
+# (one per core by default) spun waiting beside the other worker: one thread each (measured on the
+# encoding and index tests, two pairs: 181 -> 161 and 189 -> 175 CPU-s, wall 99 -> 85 and 100 -> 93).
 TEST_JOBS ?= 2
+TEST_THREADS ?= 1
 PYCACHE := $(VENV)/pycache
-PYTEST := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(PYCACHE) $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadfile --durations=10
+PYTEST := OMP_NUM_THREADS=$(TEST_THREADS) PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(PYCACHE) $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadfile --durations=10
 
 $(PYCACHE)/.laid: $(STAMP)
 	$(PY) tests/support/link_bytecode.py $(PYCACHE)
