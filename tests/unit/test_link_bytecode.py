@@ -4,7 +4,6 @@ compiling again."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import py_compile
 import subprocess
@@ -19,8 +18,9 @@ def test_bytecode_lands_where_python_reads_it_and_is_used(tmp_path):
     (pkg / "__init__.py").write_text("")
     (pkg / "mod.py").write_text("VALUE = 42\n")
     (pkg / "gone.py").write_text("")
+    beside = pkg / "__pycache__"  # where the install compiles (this test may run under a prefix itself)
     for name in ("__init__", "mod", "gone"):
-        py_compile.compile(str(pkg / f"{name}.py"), cfile=importlib.util.cache_from_source(str(pkg / f"{name}.py")))
+        py_compile.compile(str(pkg / f"{name}.py"), cfile=str(beside / f"{name}.{sys.implementation.cache_tag}.pyc"))
     (pkg / "gone.py").unlink()  # bytecode without its source is not laid
     prefix = tmp_path / "prefix"
 
@@ -40,7 +40,7 @@ def test_bytecode_lands_where_python_reads_it_and_is_used(tmp_path):
     stat = (pkg / "mod.py").stat()
     (pkg / "mod.py").write_text("VALUE = 43\n")
     os.utime(pkg / "mod.py", ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    os.remove(importlib.util.cache_from_source(str(pkg / "mod.py")))  # nothing beside the source
+    os.remove(beside / f"mod.{sys.implementation.cache_tag}.pyc")  # nothing beside the source
     load = "import pkg.mod as m; print(m.VALUE)"
     got = subprocess.run(
         [sys.executable, "-c", load], env={**env, "PYTHONPATH": str(tmp_path / "lib")}, capture_output=True, text=True
