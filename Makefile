@@ -66,8 +66,9 @@ chromium:
 # bytecode the install compiled (and the standard library's) is linked into it once, else each
 # test process compiled MLflow, torch, ... again (tests/support/link_bytecode.py).
 # Threads: the test workers already keep the cores busy, so torch's and faiss's OpenMP threads
-# (one per core by default) spun waiting beside the other worker: one thread each (measured on the
-# encoding and index tests, two pairs: 181 -> 161 and 189 -> 175 CPU-s, wall 99 -> 85 and 100 -> 93).
+# (one per core by default) spun waiting beside the other worker: one thread each. Measured (AMD
+# EPYC, 2 cores): the fast tier 114.6 -> 101.0 s, 204 -> 177 CPU-s; the encoding and index tests
+# 181 -> 161 and 189 -> 175 CPU-s (wall 99 -> 85 and 100 -> 93).
 TEST_JOBS ?= 2
 TEST_THREADS ?= 1
 PYCACHE := $(VENV)/pycache
