@@ -23,13 +23,10 @@ DOCS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def traces_written_synchronously(monkeypatch):
-    """These tests flush after every trace (the docs' way), and MLflow's background queue makes
-    each flush wait for its consumer's poll (up to 1 s: 34 of this module's 39 s). Written
-    synchronously (read when `set_experiment` sets the exporter up), the same traces land in the
-    store and are read by the same code; a batch replay (test_traces_team.py) keeps the queue."""
-    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
+# These tests flush after every trace (the docs' way): written synchronously, as the other
+# modules that log serve by serve (tests/conftest.py; here the queue's waits were 34 of the
+# module's 39 s); the batch replay of test_traces_team.py keeps the queue.
+pytestmark = pytest.mark.usefixtures("traces_written_at_once")
 
 
 @pytest.fixture(scope="module")
