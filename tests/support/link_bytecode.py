@@ -28,9 +28,10 @@ TAG = sys.implementation.cache_tag  # cpython-311
 
 
 def roots() -> list[Path]:
-    """The standard library and the installed packages (each once)."""
+    """The standard library and the installed packages (each once), as `sys.path` names them:
+    a module's bytecode path under the prefix is made from its `__file__`, never resolved."""
     names = ("stdlib", "purelib", "platlib")
-    return sorted({Path(sysconfig.get_path(n)).resolve() for n in names if Path(sysconfig.get_path(n)).is_dir()})
+    return sorted({Path(sysconfig.get_path(n)) for n in names if Path(sysconfig.get_path(n)).is_dir()})
 
 
 def compiled(root: Path):
@@ -75,7 +76,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
         return 2
-    laid, present = lay(Path(argv[0]).resolve(), roots())
+    laid, present = lay(Path(os.path.abspath(argv[0])), roots())  # absolute as Python makes the prefix
     print(f"bytecode: {laid:,} files laid into {argv[0]} ({present:,} already there)")
     return 0
 
