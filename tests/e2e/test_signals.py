@@ -6,7 +6,9 @@ no run RUNNING: the run and a multirun's parent say KILLED, and no run that did 
 Most moments are hit exactly with a drill (`CORTEX_DRILL_SIGNAL=<point>:<signal>`: the process
 sends itself that real signal when it passes the named point, e.g. inside the creation of the
 MLflow run); the rest are sent from outside when the run prints a line, as a user's Ctrl-C (to the
-whole process group) or a `kill` would be.
+whole process group) or a `kill` would be — two of them once the process has stopped itself at a
+drill point after that line (`<point>:STOP`), so that the signal lands there and not after the
+tiny run has ended.
 """
 
 from __future__ import annotations
@@ -20,32 +22,32 @@ from support.lifecycle import Launch, data_args, migrated_store, store_from, sto
 INT, TERM = signal.SIGINT, signal.SIGTERM
 ROWS = ["-m", "row=core,graph"]
 JOBLIB = [*ROWS, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
-# (case, mode args, drill point, signal, trigger line, to the group, freeze first)
+# (case, mode args, drill point, signal, trigger line, to the group, stopped first at)
 CASES = [
-    ("before composing", [], "job.start", INT, None, False, False),
-    ("loading data", [], "bench.start", TERM, None, False, False),
-    ("after the probe, no run yet", [], "bench.probed", INT, None, False, False),
-    ("inside the run's creation", [], "run.create", TERM, None, False, False),
-    ("the run just created", [], "run.created", INT, None, False, False),
-    ("ranking inside the run", [], "bench.ranked", TERM, None, False, False),
-    ("logging the results", [], "record.metrics", INT, None, False, False),
-    ("decides set, run not ended", [], "bench.logged", TERM, None, False, False),
-    ("run ended, id not printed", [], "job.end", INT, None, False, False),
-    ("kill while indexing", [], None, TERM, "indexed lexical", False, True),
-    ("Ctrl-C while ranking", [], None, INT, "ranked 2 queries", True, True),
-    ("multirun parent being created", ROWS, "multirun.create", TERM, None, False, False),
-    ("multirun parent just created", ROWS, "multirun.created", INT, None, False, False),
-    ("between two jobs", ROWS, "job.start@2", TERM, None, False, False),
-    ("second job's run being created", ROWS, "run.create@2", INT, None, False, False),
-    ("multirun's end begins", ROWS, "multirun.end", TERM, None, False, False),
-    ("multirun parent being closed", ROWS, "multirun.close", INT, None, False, False),
-    ("multirun closed, exiting", ROWS, "multirun.closed", TERM, None, False, False),
-    ("joblib: parent just created", JOBLIB, "multirun.created", TERM, None, False, False),
-    ("joblib: each worker inside its run", JOBLIB, "run.created", TERM, None, False, False),
-    ("joblib: multirun's end", JOBLIB, "multirun.end", INT, None, False, False),
-    ("joblib: parent being closed", JOBLIB, "multirun.close", TERM, None, False, False),
-    ("joblib: kill the main while a worker ranks", JOBLIB, None, TERM, "ranked 2 queries", False, False),
-    ("joblib: Ctrl-C to the group while workers run", JOBLIB, None, INT, "ranked 2 queries", True, False),
+    ("before composing", [], "job.start", INT, None, False, None),
+    ("loading data", [], "bench.start", TERM, None, False, None),
+    ("after the probe, no run yet", [], "bench.probed", INT, None, False, None),
+    ("inside the run's creation", [], "run.create", TERM, None, False, None),
+    ("the run just created", [], "run.created", INT, None, False, None),
+    ("ranking inside the run", [], "bench.ranked", TERM, None, False, None),
+    ("logging the results", [], "record.metrics", INT, None, False, None),
+    ("decides set, run not ended", [], "bench.logged", TERM, None, False, None),
+    ("run ended, id not printed", [], "job.end", INT, None, False, None),
+    ("kill once indexed", [], None, TERM, "indexed lexical", False, "bench.probed"),
+    ("Ctrl-C once ranked", [], None, INT, "ranked 2 queries", True, "bench.ranked"),
+    ("multirun parent being created", ROWS, "multirun.create", TERM, None, False, None),
+    ("multirun parent just created", ROWS, "multirun.created", INT, None, False, None),
+    ("between two jobs", ROWS, "job.start@2", TERM, None, False, None),
+    ("second job's run being created", ROWS, "run.create@2", INT, None, False, None),
+    ("multirun's end begins", ROWS, "multirun.end", TERM, None, False, None),
+    ("multirun parent being closed", ROWS, "multirun.close", INT, None, False, None),
+    ("multirun closed, exiting", ROWS, "multirun.closed", TERM, None, False, None),
+    ("joblib: parent just created", JOBLIB, "multirun.created", TERM, None, False, None),
+    ("joblib: each worker inside its run", JOBLIB, "run.created", TERM, None, False, None),
+    ("joblib: multirun's end", JOBLIB, "multirun.end", INT, None, False, None),
+    ("joblib: parent being closed", JOBLIB, "multirun.close", TERM, None, False, None),
+    ("joblib: kill the main while a worker ranks", JOBLIB, None, TERM, "ranked 2 queries", False, None),
+    ("joblib: Ctrl-C to the group while workers run", JOBLIB, None, INT, "ranked 2 queries", True, None),
 ]
 
 
@@ -62,13 +64,13 @@ def template(tmp_path_factory):
 def run_case(case, data, template, tmp) -> tuple[str, list[str], int]:
     """Run one case on its own copy of an existing store; the problems found, and how many runs
     the store holds."""
-    name, mode, drill, sig, trigger, group, freeze = case
+    name, mode, drill, sig, trigger, group, stop_at = case
     uri = store_from(template, tmp)
     env = {"CORTEX_CACHE_DIR": str(tmp / "cache"), "CORTEX_SPOOL_DIR": str(tmp / "spool")}
     if drill:
         env["CORTEX_DRILL_SIGNAL"] = f"{drill}:{signal.Signals(sig).name[3:]}"
     args = ["cortex_exp", *mode, *data_args(data, uri), f"hydra.sweep.dir={tmp}/sweep", f"hydra.run.dir={tmp}/out"]
-    done = Launch(args, tmp, env, trigger, sig, group, freeze).run()
+    done = Launch(args, tmp, env, trigger, sig, group, stop_at).run()
     problems = []
     if done.code != 128 + sig:
         problems.append(f"exit {done.code}, expected {128 + sig}; stderr: {done.stderr[-800:]}")
@@ -97,6 +99,6 @@ def test_sigint_and_sigterm_at_24_moments_leave_no_run_running(data, template, t
     assert not failed, "\n".join(f"{name}: {'; '.join(p)}" for name, p in failed.items())
     # the cases inside a run really had one to end (the ones before it, none; the store existed)
     counts = {name: n for name, _, n in results}
-    assert counts["after the probe, no run yet"] == 0 and counts["kill while indexing"] == 0
+    assert counts["after the probe, no run yet"] == 0 and counts["kill once indexed"] == 0
     assert counts["inside the run's creation"] == 1 and counts["multirun parent being created"] == 1
     assert counts["second job's run being created"] == 3  # the parent and both jobs

@@ -50,9 +50,12 @@ class Finished:
 @dataclass
 class Launch:
     """`python -m <args>` in `cwd`; with `trigger`, `sig` is sent when a stderr line contains it
-    (to the process, or its whole group with `group`, as Ctrl-C does; `freeze` stops the process
-    first so that the signal lands exactly there) — or `action(pid)` is called, the process
-    frozen meanwhile."""
+    (to the process, or its whole group with `group`, as Ctrl-C does) — or `action(pid)` is
+    called, the process frozen meanwhile. With `stop_at` (a drill point, cortex_exp/interrupts.py)
+    the process stops itself there (SIGSTOP), and the signal is sent, from outside, once it is
+    stopped: it lands exactly there. Stopping it from here on seeing the line was a race that a
+    loaded machine lost: a tiny run printed `ranked 2 queries`, then ended (exit 0) before the
+    reader woke."""
 
     args: list[str]
     cwd: Path
@@ -60,11 +63,13 @@ class Launch:
     trigger: str | None = None
     sig: int = signal.SIGTERM
     group: bool = False
-    freeze: bool = False
+    stop_at: str | None = None
     action: object = None
 
     def run(self, timeout: float = 240) -> Finished:
         env = {**os.environ, "PYTHONPATH": str(ROOT), **self.env}
+        if self.stop_at:
+            env["CORTEX_DRILL_SIGNAL"] = f"{self.stop_at}:STOP"
         proc = subprocess.Popen(
             [sys.executable, "-m", *self.args],
             cwd=self.cwd,
@@ -102,11 +107,25 @@ class Launch:
             self.action(proc.pid)
             os.kill(proc.pid, signal.SIGCONT)
             return
-        if self.freeze:
-            os.kill(proc.pid, signal.SIGSTOP)
+        if self.stop_at:
+            stopped(proc.pid)
         (os.killpg if self.group else os.kill)(proc.pid, self.sig)
-        if self.freeze:
+        if self.stop_at:
             os.kill(proc.pid, signal.SIGCONT)
+
+
+def stopped(pid: int, timeout: float = 60) -> None:
+    """Wait until the process `pid` is stopped (its state `T` in /proc), or has ended."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return
+        if state in ("T", "Z", "X"):
+            return
+        time.sleep(0.005)
+    raise TimeoutError(f"process {pid} never stopped at its drill point")
 
 
 def migrated_store(folder: Path) -> Path:
