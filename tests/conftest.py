@@ -22,6 +22,13 @@ use_ram_when_there_is_room()
 # hypothesis keeps a `.hypothesis/` folder in the working directory; tests write nothing into the
 # source tree: it goes to a temporary folder (set before hypothesis is first imported)
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "cortex-hypothesis"))
+# The independent implementations the tests cross-check against (ranx, ppi-python) are written
+# for numba, which compiles them on first call: a clean clone spent ~60 CPU-s compiling ranx for
+# a few dozen queries, again in each process, as each test's id lengths are a new signature
+# (cold 93 CPU-s, warm 32, plain Python 8: the four ranx tests, AMD EPYC). Their code runs here
+# as the Python it is written in, the same definitions the JIT would compile; cortex_exp itself
+# never imports numba (tests/unit/cli/test_startup_imports.py). Set before numba is imported.
+os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
 # The modules that take longest (measured: a whole run's --durations, AMD EPYC, 2 cores), handed
 # out first on two processes so that none of them runs alone at the end; then the rest of the
 # slow tier, then the fast one.
