@@ -124,15 +124,19 @@ def mlflow_uri(tmp_path, monkeypatch):
     return uri
 
 
-@pytest.fixture
-def traces_written_at_once(monkeypatch):
+@pytest.fixture(scope="module")
+def traces_written_at_once():
     """MLflow writes a trace when it ends, in the thread that ends it (its synchronous export),
     not through its background queue. For the tests that log serve by serve and flush the queue
     after each (a feedback needs its trace in the store): each flush waits up to a second for the
     queue's consumer to wake from its poll (mlflow/tracing/export/async_export_queue.py), idle
     time only — the store ends the same. The tracer is set up again, reading this, when the
-    tracking URI changes (each test's new store)."""
-    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
+    tracking URI changes (each test's new store). Module-scoped, so that a module's own store
+    fixture (set up before any test's fixture) writes its traces this way too: the trace-names
+    module's store waited 5.0 s on its flushes."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
+        yield
 
 
 @pytest.fixture

@@ -24,6 +24,8 @@ from cortex_exp.golden.sources import build_from_mlflow
 from cortex_exp.run import benchmark
 from cortex_exp.tracking import experiment
 
+pytestmark = pytest.mark.usefixtures("traces_written_at_once")  # the store's traces: tests/conftest.py
+
 
 @dataclasses.dataclass
 class Store:
