@@ -4,6 +4,7 @@ store holds afterwards."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -83,10 +84,15 @@ class Launch:
         fired: list[float] = []
         reader = threading.Thread(target=self._read, args=(proc, lines, fired), daemon=True)
         reader.start()
+        # the whole launch is bounded: a process stopped at its drill point whose line never
+        # came (or one that hangs) holds its stdout open, and reading it would never end
+        guard = threading.Timer(timeout, kill_group, (proc.pid,))
+        guard.start()
         try:
             out = proc.stdout.read()
             proc.wait(timeout=timeout)
         finally:
+            guard.cancel()
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
         ended = time.monotonic()
@@ -112,6 +118,11 @@ class Launch:
         (os.killpg if self.group else os.kill)(proc.pid, self.sig)
         if self.stop_at:
             os.kill(proc.pid, signal.SIGCONT)
+
+
+def kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def stopped(pid: int, timeout: float = 60) -> None:
