@@ -56,7 +56,7 @@ class Ranking(NamedTuple):
     doc_ids: tuple[str, ...]
     scores: tuple[float, ...]
 
-    def __len__(self) -> int:  # type: ignore[override]
+    def __len__(self) -> int:  # type: ignore[override]  # a NamedTuple's len counts its fields; a ranking's, its documents
         return len(self.doc_ids)
 
 
