@@ -8,7 +8,7 @@ the first signal the process is stopping: later signals are noted and ignored, s
 Ctrl-C cannot break the clean-up that marks the runs KILLED (the clean-up is bounded by the
 tracking client's timeouts: seconds).
 
-Drills: `CORTEX_DRILL_SIGNAL=<point>[@<n>]:<INT|TERM>` makes the process send itself that real
+Drills: `CORTEX_DRILL_SIGNAL=<point>[@<n>]:<INT|TERM|...>` makes the process send itself that real
 signal the n-th time (default first) it passes `checkpoint(<point>)` — how the tests hit exact
 moments such as "inside the creation of the MLflow run" that a signal from outside hits only by
 luck. Off unless the variable is set. Any signal's name is taken: the tests' `STOP` makes the

@@ -6,9 +6,9 @@ no run RUNNING: the run and a multirun's parent say KILLED, and no run that did 
 Most moments are hit exactly with a drill (`CORTEX_DRILL_SIGNAL=<point>:<signal>`: the process
 sends itself that real signal when it passes the named point, e.g. inside the creation of the
 MLflow run); the rest are sent from outside when the run prints a line, as a user's Ctrl-C (to the
-whole process group) or a `kill` would be — two of them once the process has stopped itself at a
-drill point after that line (`<point>:STOP`), so that the signal lands there and not after the
-tiny run has ended.
+whole process group) or a `kill` would be; two of them with a drill point as the latest moment the
+signal may land (`<point>:STOP`: the process stops itself there if it gets that far first, and is
+continued once the signal is sent), so that it never lands after the tiny run has ended.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from support.lifecycle import Launch, data_args, migrated_store, store_from, sto
 INT, TERM = signal.SIGINT, signal.SIGTERM
 ROWS = ["-m", "row=core,graph"]
 JOBLIB = [*ROWS, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
-# (case, mode args, drill point, signal, trigger line, to the group, stopped first at)
+# (case, mode args, drill point, signal, trigger line, to the group, landing at the latest at)
 CASES = [
     ("before composing", [], "job.start", INT, None, False, None),
     ("loading data", [], "bench.start", TERM, None, False, None),
@@ -33,8 +33,8 @@ CASES = [
     ("logging the results", [], "record.metrics", INT, None, False, None),
     ("decides set, run not ended", [], "bench.logged", TERM, None, False, None),
     ("run ended, id not printed", [], "job.end", INT, None, False, None),
-    ("kill once indexed", [], None, TERM, "indexed lexical", False, "bench.probed"),
-    ("Ctrl-C once ranked", [], None, INT, "ranked 2 queries", True, "bench.ranked"),
+    ("kill while indexing", [], None, TERM, "indexed lexical", False, "bench.probed"),
+    ("Ctrl-C while ranking", [], None, INT, "ranked 2 queries", True, "bench.logged"),
     ("multirun parent being created", ROWS, "multirun.create", TERM, None, False, None),
     ("multirun parent just created", ROWS, "multirun.created", INT, None, False, None),
     ("between two jobs", ROWS, "job.start@2", TERM, None, False, None),
@@ -99,6 +99,6 @@ def test_sigint_and_sigterm_at_24_moments_leave_no_run_running(data, template, t
     assert not failed, "\n".join(f"{name}: {'; '.join(p)}" for name, p in failed.items())
     # the cases inside a run really had one to end (the ones before it, none; the store existed)
     counts = {name: n for name, _, n in results}
-    assert counts["after the probe, no run yet"] == 0 and counts["kill once indexed"] == 0
+    assert counts["after the probe, no run yet"] == 0 and counts["kill while indexing"] == 0
     assert counts["inside the run's creation"] == 1 and counts["multirun parent being created"] == 1
     assert counts["second job's run being created"] == 3  # the parent and both jobs

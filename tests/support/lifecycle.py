@@ -52,11 +52,12 @@ class Finished:
 class Launch:
     """`python -m <args>` in `cwd`; with `trigger`, `sig` is sent when a stderr line contains it
     (to the process, or its whole group with `group`, as Ctrl-C does) — or `action(pid)` is
-    called, the process frozen meanwhile. With `stop_at` (a drill point, cortex_exp/interrupts.py)
-    the process stops itself there (SIGSTOP), and the signal is sent, from outside, once it is
-    stopped: it lands exactly there. Stopping it from here on seeing the line was a race that a
-    loaded machine lost: a tiny run printed `ranked 2 queries`, then ended (exit 0) before the
-    reader woke."""
+    called, the process frozen meanwhile. `stop_at` (a drill point, cortex_exp/interrupts.py) is
+    the latest point the signal may land: the process stops itself there (SIGSTOP) if it gets
+    that far first, and is continued once the signal is sent, so that the signal lands anywhere
+    between the line and that point, never after the run has ended. Without it, a tiny run on a
+    loaded machine printed `ranked 2 queries` and ended (exit 0) before the reader woke.
+    The whole launch is bounded by `timeout`: past it the group is killed and `run` raises."""
 
     args: list[str]
     cwd: Path
@@ -70,6 +71,9 @@ class Launch:
     def run(self, timeout: float = 240) -> Finished:
         env = {**os.environ, "PYTHONPATH": str(ROOT), **self.env}
         if self.stop_at:
+            assert self.trigger and self.action is None and "CORTEX_DRILL_SIGNAL" not in self.env, (
+                "stop_at needs a trigger to continue the process, no action, no drill of its own"
+            )
             env["CORTEX_DRILL_SIGNAL"] = f"{self.stop_at}:STOP"
         proc = subprocess.Popen(
             [sys.executable, "-m", *self.args],
@@ -82,30 +86,40 @@ class Launch:
         )
         lines: list[str] = []
         fired: list[float] = []
-        reader = threading.Thread(target=self._read, args=(proc, lines, fired), daemon=True)
+        errors: list[BaseException] = []
+        reader = threading.Thread(target=self._read, args=(proc, lines, fired, errors), daemon=True)
         reader.start()
-        # the whole launch is bounded: a process stopped at its drill point whose line never
-        # came (or one that hangs) holds its stdout open, and reading it would never end
-        guard = threading.Timer(timeout, kill_group, (proc.pid,))
+        # a process stopped at its drill point whose line never came (or one that hangs) holds
+        # its stdout open: reading it would never end
+        timed_out = threading.Event()
+        guard = threading.Timer(timeout, lambda: (timed_out.set(), kill_group(proc.pid)))
         guard.start()
         try:
             out = proc.stdout.read()
+            reader.join(timeout=timeout)  # stderr's end; the process, a zombie at worst, keeps its pid until reaped
             proc.wait(timeout=timeout)
         finally:
             guard.cancel()
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
         ended = time.monotonic()
-        reader.join(timeout=10)
+        stderr = "".join(lines)
+        if timed_out.is_set():
+            raise TimeoutError(f"{' '.join(self.args[:1])} did not end within {timeout} s; stderr: {stderr[-2000:]}")
+        if errors:
+            raise RuntimeError(f"signalling the process failed: {errors[0]!r}; stderr: {stderr[-2000:]}") from errors[0]
         after = ended - fired[0] if fired else None
-        return Finished(proc.returncode, out, "".join(lines), bool(fired), after)
+        return Finished(proc.returncode, out, stderr, bool(fired), after)
 
-    def _read(self, proc, lines: list[str], fired: list[float]) -> None:
-        for line in proc.stderr:
+    def _read(self, proc, lines: list[str], fired: list[float], errors: list[BaseException]) -> None:
+        for line in proc.stderr:  # drained to its end whatever happens, so the process never blocks on it
             lines.append(line)
-            if self.trigger and not fired and self.trigger in line:
-                self._fire(proc)
-                fired.append(time.monotonic())
+            if self.trigger and not fired and not errors and self.trigger in line:
+                try:
+                    self._fire(proc)
+                    fired.append(time.monotonic())
+                except (OSError, TimeoutError) as exc:
+                    errors.append(exc)
 
     def _fire(self, proc) -> None:
         if self.action is not None:
@@ -113,10 +127,9 @@ class Launch:
             self.action(proc.pid)
             os.kill(proc.pid, signal.SIGCONT)
             return
-        if self.stop_at:
-            stopped(proc.pid)
         (os.killpg if self.group else os.kill)(proc.pid, self.sig)
-        if self.stop_at:
+        if self.stop_at:  # stopped at its drill point before the signal landed, or ended
+            stopped(proc.pid)
             os.kill(proc.pid, signal.SIGCONT)
 
 

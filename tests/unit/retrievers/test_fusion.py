@@ -1,5 +1,5 @@
-"""Fusion by hand-checkable arithmetic, the runner's hybrid path, and a cross-check against ranx (slow:
-ranx compiles numba on its first call)."""
+"""Fusion by hand-checkable arithmetic, the runner's hybrid path, and a cross-check against ranx (its
+code run as plain Python, numba's compiler off: tests/conftest.py)."""
 
 from __future__ import annotations
 
