@@ -11,8 +11,8 @@ tracking client's timeouts: seconds).
 Drills: `CORTEX_DRILL_SIGNAL=<point>[@<n>]:<INT|TERM|...>` makes the process send itself that real
 signal the n-th time (default first) it passes `checkpoint(<point>)` — how the tests hit exact
 moments such as "inside the creation of the MLflow run" that a signal from outside hits only by
-luck. Off unless the variable is set. Any signal's name is taken: the tests' `STOP` makes the
-process stop itself there, to be signalled from outside at that exact moment.
+luck. Off unless the variable is set. Any signal's name is taken: with the tests' `STOP` the
+process stops itself there, the latest moment a signal sent from outside may land.
 """
 
 from __future__ import annotations

@@ -92,7 +92,12 @@ class Launch:
         # a process stopped at its drill point whose line never came (or one that hangs) holds
         # its stdout open: reading it would never end
         timed_out = threading.Event()
-        guard = threading.Timer(timeout, lambda: (timed_out.set(), kill_group(proc.pid)))
+
+        def give_up() -> None:
+            timed_out.set()
+            kill_group(proc.pid)
+
+        guard = threading.Timer(timeout, give_up)
         guard.start()
         try:
             out = proc.stdout.read()

@@ -25,7 +25,7 @@ DOCS = [
 
 # These tests flush after every trace (the docs' way): written synchronously, as the other
 # modules that log serve by serve (tests/conftest.py; here the queue's waits were 34 of the
-# module's 39 s); the batch replay of test_traces_team.py keeps the queue.
+# module's 39 s); the replay in tests/e2e/test_api.py keeps MLflow's default queue.
 pytestmark = pytest.mark.usefixtures("traces_written_at_once")
 
 
