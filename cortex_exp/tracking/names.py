@@ -20,12 +20,14 @@ import re
 import time
 
 from cortex_exp.errors import InputError
+from cortex_exp.tracking.sqlite_runs import SqliteRuns
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 DEFAULT_EXPERIMENT = "cortex_exp"
 SHOWN = 10  # runs listed in the note
 SUGGESTED = 5  # names suggested for a name not found
 SEARCHED = 1000  # the latest runs whose names a suggestion is chosen among
+SEARCH_PAGE = 1000  # the experiments MLflow's `search_experiments()` returns (its first page)
 
 _log = logging.getLogger(__name__)
 
@@ -33,14 +35,42 @@ _log = logging.getLogger(__name__)
 def experiment_scopes(client, experiment: str | None) -> list[list[str]]:
     """Where to look, in order: the named experiment; with no name, `cortex_exp` (if it exists)
     and then every experiment."""
+    direct = _direct(client)
     if experiment:
-        exp = client.get_experiment_by_name(experiment)
-        if exp is None:
+        found = direct.experiment_id(experiment) if direct else _id(client.get_experiment_by_name(experiment))
+        if found is None:
             raise InputError(f"--experiment {experiment!r}: no such experiment in this MLflow store")
-        return [[exp.experiment_id]]
-    everything = [e.experiment_id for e in client.search_experiments()]
-    exp = client.get_experiment_by_name(DEFAULT_EXPERIMENT)
-    return [[exp.experiment_id], everything] if exp is not None else [everything]
+        return [[found]]
+    everything = direct.active_experiments(SEARCH_PAGE) if direct else None
+    if everything is None:
+        everything = [e.experiment_id for e in client.search_experiments()]
+    default = (
+        direct.experiment_id(DEFAULT_EXPERIMENT) if direct else _id(client.get_experiment_by_name(DEFAULT_EXPERIMENT))
+    )
+    return [[default], everything] if default is not None else [everything]
+
+
+def _direct(client) -> SqliteRuns | None:
+    """The store's reader without MLflow (`fetch.Reader.direct`), None for MLflow's client."""
+    direct = getattr(client, "direct", None)
+    return direct if isinstance(direct, SqliteRuns) else None
+
+
+def _id(experiment) -> str | None:
+    return None if experiment is None else experiment.experiment_id
+
+
+def finished_named(client, scope: list[str], name: str, limit: int) -> list:
+    """The FINISHED runs named `name` in the experiments `scope`, newest first."""
+    direct = _direct(client)
+    if direct is not None:
+        return direct.finished_named(scope, name, limit)
+    return client.search_runs(
+        scope,
+        filter_string=f"attributes.run_name = '{name}' and attributes.status = 'FINISHED'",
+        max_results=limit,
+        order_by=["attributes.start_time DESC"],
+    )
 
 
 def describe(run) -> str:
@@ -91,26 +121,23 @@ def find_run(client, selector: str, experiment: str | None = None):
     """The MLflow run a user means by `selector`: a run id; `latest:NAME` or `NAME`, the latest
     FINISHED run of that name (`NAME` with a note on stderr when several carry it); a name no
     FINISHED run carries is exit 2 with the nearest names."""
-    from mlflow.exceptions import MlflowException
-
     name = selector.removeprefix("latest:")
     asked_latest = name != selector
     if not asked_latest and RUN_ID.match(selector):
         try:
             return client.get_run(selector)
-        except MlflowException:
-            pass  # not a run id after all: try it as a run name
+        except Exception as exc:  # MLflow imported only here: a run found by id never needs it
+            from mlflow.exceptions import MlflowException
+
+            if not isinstance(exc, MlflowException):
+                raise
+            # not a run id after all: try it as a run name
     if "'" in name or not name:
         raise InputError(f"run selector {selector!r}: expected a run id, NAME or latest:NAME (no quotes)")
     where = f" in experiment {experiment!r}" if experiment else ""
     scopes = experiment_scopes(client, experiment)
     for scope in scopes:
-        runs = client.search_runs(
-            scope,
-            filter_string=f"attributes.run_name = '{name}' and attributes.status = 'FINISHED'",
-            max_results=1 if asked_latest else SEARCHED,
-            order_by=["attributes.start_time DESC"],
-        )
+        runs = finished_named(client, scope, name, 1 if asked_latest else SEARCHED)
         if runs:
             if len(runs) > 1 and not asked_latest:
                 _log.warning(note_latest(name, runs))
