@@ -8,8 +8,9 @@
 - `parents`: a multirun's parent run and its jobs.
 - `lifecycle`, `source`: which process and which code made a run; runs left RUNNING by a dead
   process are marked KILLED.
-- `fetch`: the read side (find runs by name, pull what compare needs); `sqlite_runs`: a run of
-  a sqlite store read without MLflow's package, where its schema revision is one verified;
+- `fetch`: the read side (find runs by name, pull what compare needs); `reader`: what the read
+  side asks of a store, from `sqlite_runs` (a sqlite store read without MLflow's package, where
+  its schema revision is one verified) or MLflow's client;
   `listing`: an experiment's runs; `trace_links`: the traces a golden set's queries came from.
 """
 

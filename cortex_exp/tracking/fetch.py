@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from cortex_exp.errors import InputError
-from cortex_exp.tracking import sqlite_runs, store
+from cortex_exp.tracking import store
 from cortex_exp.tracking.names import find_run
+from cortex_exp.tracking.reader import Reader
 from cortex_exp.tracking.runlog import PER_QUERY_DIGEST
-from cortex_exp.tracking.runs import guard
 
 __all__ = ["Reader", "RunRecord", "connect", "fetch_run", "fetch_sweep", "find_run", "load_run"]
 
@@ -67,7 +67,7 @@ class RunRecord:
 
 
 def connect(uri: str) -> Reader:
-    """The process's reader of `uri`; exit 4 when a server does not answer, exit 2 when a sqlite
+    """The reader of `uri` (`tracking.reader`); exit 4 when a server does not answer, exit 2 when a sqlite
     store does not exist (reading it would create an empty one)."""
     store.check_reachable(uri)
     db = store.sqlite_path(uri)
@@ -77,30 +77,6 @@ def connect(uri: str) -> Reader:
             "--tracking-uri or set MLFLOW_TRACKING_URI to the store the runs were logged to"
         )
     return Reader(uri)
-
-
-class Reader:
-    """MLflow's client of a store, created at its first use, except for `get_run` of a run a
-    sqlite store holds: read without importing MLflow where `sqlite_runs.open_store` accepts the
-    store, so that compare by run ids never imports it (docs/measured.md "Start-up"). Every
-    other call goes to MLflow's client, `get_run` of a run the store does not hold included
-    (MLflow's error is the one raised)."""
-
-    def __init__(self, uri: str):
-        self.uri = uri
-        self.direct = sqlite_runs.open_store(uri)
-
-    @property
-    def mlflow(self):
-        with guard(self.uri):
-            return store.client(self.uri)
-
-    def get_run(self, run_id: str):
-        found = self.direct.get_run(run_id) if self.direct is not None else None
-        return found if found is not None else self.mlflow.get_run(run_id)
-
-    def __getattr__(self, name: str):
-        return getattr(self.mlflow, name)
 
 
 def _read_artifact(client, run, path: str) -> bytes | None:

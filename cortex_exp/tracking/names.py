@@ -20,14 +20,13 @@ import re
 import time
 
 from cortex_exp.errors import InputError
-from cortex_exp.tracking.sqlite_runs import SqliteRuns
+from cortex_exp.tracking.reader import FINISHED, NEWEST, Reader
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 DEFAULT_EXPERIMENT = "cortex_exp"
 SHOWN = 10  # runs listed in the note
 SUGGESTED = 5  # names suggested for a name not found
 SEARCHED = 1000  # the latest runs whose names a suggestion is chosen among
-SEARCH_PAGE = 1000  # the experiments MLflow's `search_experiments()` returns (its first page)
 
 _log = logging.getLogger(__name__)
 
@@ -35,42 +34,15 @@ _log = logging.getLogger(__name__)
 def experiment_scopes(client, experiment: str | None) -> list[list[str]]:
     """Where to look, in order: the named experiment; with no name, `cortex_exp` (if it exists)
     and then every experiment."""
-    direct = _direct(client)
+    reader = Reader.of(client)
     if experiment:
-        found = direct.experiment_id(experiment) if direct else _id(client.get_experiment_by_name(experiment))
+        found = reader.experiment_id(experiment)
         if found is None:
             raise InputError(f"--experiment {experiment!r}: no such experiment in this MLflow store")
         return [[found]]
-    everything = direct.active_experiments(SEARCH_PAGE) if direct else None
-    if everything is None:
-        everything = [e.experiment_id for e in client.search_experiments()]
-    default = (
-        direct.experiment_id(DEFAULT_EXPERIMENT) if direct else _id(client.get_experiment_by_name(DEFAULT_EXPERIMENT))
-    )
+    everything = reader.active_experiments()
+    default = reader.experiment_id(DEFAULT_EXPERIMENT)
     return [[default], everything] if default is not None else [everything]
-
-
-def _direct(client) -> SqliteRuns | None:
-    """The store's reader without MLflow (`fetch.Reader.direct`), None for MLflow's client."""
-    direct = getattr(client, "direct", None)
-    return direct if isinstance(direct, SqliteRuns) else None
-
-
-def _id(experiment) -> str | None:
-    return None if experiment is None else experiment.experiment_id
-
-
-def finished_named(client, scope: list[str], name: str, limit: int) -> list:
-    """The FINISHED runs named `name` in the experiments `scope`, newest first."""
-    direct = _direct(client)
-    if direct is not None:
-        return direct.finished_named(scope, name, limit)
-    return client.search_runs(
-        scope,
-        filter_string=f"attributes.run_name = '{name}' and attributes.status = 'FINISHED'",
-        max_results=limit,
-        order_by=["attributes.start_time DESC"],
-    )
 
 
 def describe(run) -> str:
@@ -103,15 +75,13 @@ def typed(name: str) -> str:
 def nearest(client, scopes: list[list[str]], name: str) -> list[str]:
     """Up to `SUGGESTED` names of FINISHED runs near `name`: those that begin with it (newest
     first), then the closest spellings among the latest `SEARCHED` runs' names."""
-    finished = "attributes.status = 'FINISHED'"
     begins: list[str] = []
     recent: list[str] = []
-    newest = ["attributes.start_time DESC"]
     for scope in scopes:  # LIKE's wildcards (`_`, `%`) in a name match more: `startswith` decides
-        prefixed = f"{finished} and attributes.run_name LIKE '{name}%'"
-        runs = client.search_runs(scope, prefixed, max_results=SEARCHED, order_by=newest)
+        prefixed = f"{FINISHED} and attributes.run_name LIKE '{name}%'"
+        runs = client.search_runs(scope, prefixed, max_results=SEARCHED, order_by=NEWEST)
         begins += [r.info.run_name for r in runs if (r.info.run_name or "").startswith(name)]
-        latest = client.search_runs(scope, finished, max_results=SEARCHED, order_by=newest)
+        latest = client.search_runs(scope, FINISHED, max_results=SEARCHED, order_by=NEWEST)
         recent += [r.info.run_name for r in latest if r.info.run_name]
     close = difflib.get_close_matches(name, list(dict.fromkeys(recent)), n=SUGGESTED, cutoff=0.6)
     return list(dict.fromkeys(begins + close))[:SUGGESTED]
@@ -137,7 +107,7 @@ def find_run(client, selector: str, experiment: str | None = None):
     where = f" in experiment {experiment!r}" if experiment else ""
     scopes = experiment_scopes(client, experiment)
     for scope in scopes:
-        runs = finished_named(client, scope, name, 1 if asked_latest else SEARCHED)
+        runs = Reader.of(client).finished_named(scope, name, 1 if asked_latest else SEARCHED)
         if runs:
             if len(runs) > 1 and not asked_latest:
                 _log.warning(note_latest(name, runs))

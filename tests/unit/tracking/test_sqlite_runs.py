@@ -21,7 +21,7 @@ from support.compare_runs import log_run, new_store, per_query
 from support.stores import copy_store, template
 
 from cortex_exp.tracking import sqlite_runs
-from cortex_exp.tracking.fetch import Reader
+from cortex_exp.tracking.reader import Reader
 
 INFO = ("run_id", "run_name", "experiment_id", "user_id", "status", "start_time", "end_time", "lifecycle_stage")
 INFO += ("artifact_uri",)
@@ -30,8 +30,14 @@ INFO += ("artifact_uri",)
 def test_verified_holds_the_installed_mlflows_schema_head():
     """An upgrade of MLflow that changes its schema fails here until the reader is checked again."""
     from mlflow.store.db.utils import _get_latest_schema_revision
+    from mlflow.store.tracking import SEARCH_MAX_RESULTS_DEFAULT
+    from mlflow.utils.workspace_utils import DEFAULT_WORKSPACE_NAME
 
     assert _get_latest_schema_revision() in sqlite_runs.VERIFIED
+    assert (sqlite_runs.SEARCH_PAGE, sqlite_runs.DEFAULT_WORKSPACE) == (
+        SEARCH_MAX_RESULTS_DEFAULT,
+        DEFAULT_WORKSPACE_NAME,
+    )
     with closing(sqlite3.connect(template())) as db:
         assert db.execute("SELECT version_num FROM alembic_version").fetchone()[0] in sqlite_runs.VERIFIED
 
@@ -104,6 +110,11 @@ def test_what_the_reader_does_not_answer_for(runs, tmp_path, monkeypatch):
     (tmp_path / "empty.db").write_bytes(b"")
     assert sqlite_runs.open_store(f"sqlite:///{tmp_path / 'empty.db'}") is None  # no alembic_version
     assert sqlite_runs.open_store(f"sqlite:///{tmp_path / 'absent.db'}") is None
+    elsewhere = tmp_path / "workspaces.db"  # MLflow's client refuses it with its workspaces off
+    shutil.copyfile(uri.removeprefix("sqlite:///"), elsewhere)
+    with closing(sqlite3.connect(elsewhere)) as db, db:
+        db.execute("UPDATE experiments SET workspace = 'team' WHERE name = 'reads'")
+    assert sqlite_runs.open_store(f"sqlite:///{elsewhere}") is None
     assert sqlite_runs.open_store(uri + "?timeout=5") is None
     assert sqlite_runs.open_store("http://127.0.0.1:5000") is None
     monkeypatch.setenv("MLFLOW_ENABLE_WORKSPACES", "true")
@@ -112,19 +123,36 @@ def test_what_the_reader_does_not_answer_for(runs, tmp_path, monkeypatch):
     assert sqlite_runs.open_store(uri).get_run(ids["FINISHED"]) is not None
 
 
+def test_a_reader_copied_or_failing_says_why(runs, monkeypatch):
+    """Its attributes not set yet (a copy) or MLflow's client failing: an error, not a recursion."""
+    import copy
+
+    from cortex_exp.tracking import store
+
+    uri, _, _ = runs
+    assert copy.copy(Reader(uri)).direct is not None
+
+    def fails(uri):
+        raise AttributeError("no client")
+
+    monkeypatch.setattr(store, "client", fails)
+    with pytest.raises(AttributeError, match="no client"):
+        Reader(uri).search_runs()
+
+
 def test_the_reader_never_writes(runs, tmp_path):
     uri, _, _ = runs
     copy = tmp_path / "ro.db"
     shutil.copyfile(uri.removeprefix("sqlite:///"), copy)
     reader = sqlite_runs.open_store(f"sqlite:///{copy}")
-    with closing(reader._connect()) as db, pytest.raises(sqlite3.OperationalError, match="readonly"):
+    with reader._connect() as db, pytest.raises(sqlite3.OperationalError, match="readonly"):
         db.execute("DELETE FROM runs")
 
 
-def test_runs_found_by_name_as_mlflows_client_finds_them(tmp_path_factory):
+def test_runs_found_by_name_as_mlflows_client_finds_them(tmp_path_factory, monkeypatch):
     """Names several runs carry across two experiments, start times tied, some runs deleted or
     not FINISHED: the same runs in the same order as `search_runs`, the same experiments."""
-    from cortex_exp.tracking.names import experiment_scopes, finished_named
+    from cortex_exp.tracking.names import experiment_scopes
 
     uri = copy_store(template(), tmp_path_factory.mktemp("named"))
     client = MlflowClient(uri)
@@ -138,20 +166,26 @@ def test_runs_found_by_name_as_mlflows_client_finds_them(tmp_path_factory):
             client.set_terminated(run.info.run_id, status)
         if i % 7 == 0:
             client.delete_run(run.info.run_id)
-    direct = sqlite_runs.open_store(uri)
-    reader = Reader(uri)
-    assert reader.direct is not None
+    odd = client.create_run(exps[0], run_name="core/a w=0.5", start_time=2_000).info.run_id
+    client.set_terminated(odd, "FINISHED")
+    with closing(sqlite3.connect(uri.removeprefix("sqlite:///"))) as db, db:  # its name column says otherwise
+        db.execute("UPDATE runs SET name = 'core/b' WHERE run_uuid = ?", (odd,))
+    reader, theirs_reader = Reader(uri), Reader.of(client)
+    assert reader.direct is not None and theirs_reader.direct is None
     for experiment in (None, "other", "gone"):
         ours, theirs = experiment_scopes(reader, experiment), experiment_scopes(client, experiment)
         assert [sorted(s) for s in ours] == [sorted(s) for s in theirs]
-    assert direct.active_experiments(1) is None  # more than a page: MLflow's client lists them
+    monkeypatch.setattr(sqlite_runs, "SEARCH_PAGE", 1)  # more than a page: MLflow's client lists them
+    assert reader.direct.active_experiments() is None
+    assert sorted(reader.active_experiments()) == sorted(theirs_reader.active_experiments())
+    monkeypatch.undo()
     for scope in ([exps[0]], exps, []):
         for name in ("core/a", "core/b", "core/a w=0.5", "core/", "nothing"):
             for limit in (1, 1000):
-                ours = [r.info.run_id for r in finished_named(reader, scope, name, limit)]
-                theirs = [r.info.run_id for r in finished_named(client, scope, name, limit)]
+                ours = [r.info.run_id for r in reader.finished_named(scope, name, limit)]
+                theirs = [r.info.run_id for r in theirs_reader.finished_named(scope, name, limit)]
                 assert ours == theirs, (scope, name, limit)
-    assert len(finished_named(reader, exps, "core/a", 1000)) > 2
+    assert len(reader.finished_named(exps, "core/a", 1000)) > 2
 
 
 def test_compare_by_ids_or_names_is_a_process_without_mlflow(tmp_path_factory, tmp_path):
@@ -186,6 +220,7 @@ def test_compare_says_what_it_says_through_mlflows_client(tmp_path_factory, monk
     b = log_run(exp, "core/bm25_v2", per_query(2, shift=0.15))
     log_run(exp, "core/bm25_v2", per_query(3, shift=0.1))  # a name two runs carry: the note
     mlflow.set_tracking_uri(None)
+    assert Reader(uri).direct is not None  # the first round reads without MLflow
     said: dict[bool, list] = {False: [], True: []}
     for declined in (False, True):
         if declined:
