@@ -30,6 +30,7 @@ import platform
 import statistics
 import sys
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -126,6 +127,10 @@ def rounds(cmds: dict[str, list[str]], folder: Path, env: dict[str, str], repeat
     return out
 
 
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
 def machine() -> dict:
     model = next(
         (
@@ -140,7 +145,9 @@ def machine() -> dict:
 
 def report(results: dict[str, dict], where: dict, load: list[tuple[float, ...]], repeat: int) -> bool:
     print(f"start-up, whole processes, median of {repeat} rounds; ratios paired within a round, to `{YARDSTICK}`")
-    print(f"machine: {where['cpu']}, {where['cores']} cores, Python {where['python']}")
+    print(
+        f"machine: {where['cpu']}, {where['cores']} cores, Python {where['python']}; rounds {where['rounds_utc']} UTC"
+    )
     print("load average (1, 5, 15 min): before " + ", ".join(f"{x:.2f}" for x in load[0]), end="")
     print(", after " + ", ".join(f"{x:.2f}" for x in load[1]))
     print(f"{'command':<20} {'wall s':>7} {'min-max':>12} {'cpu s':>6} {'wall x':>7} {'cpu x':>6}  goal")
@@ -168,10 +175,10 @@ def main(argv: list[str] | None = None) -> int:
         folder = Path(tmp)
         env = child_env(folder)
         cmds = commands(folder, env)
-        load = [os.getloadavg()]
+        load, began = [os.getloadavg()], utc_now()
         results = rounds(cmds, folder, env, args.repeat)
         load.append(os.getloadavg())
-    where = machine()
+        where = machine() | {"rounds_utc": f"{began}–{utc_now()}"}
     met = report(results, where, load, args.repeat)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     record = {"machine": where, "load_average": load, "repeat": args.repeat, "results": results}

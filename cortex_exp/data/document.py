@@ -98,7 +98,7 @@ def probe_text(doc: Document) -> str:
 def _probe_text(title: str, text: str) -> str:
     if title.strip():
         return title.strip()
-    return " ".join(text.split()[:TEXT_WORDS])
+    return " ".join(text.split(None, TEXT_WORDS)[:TEXT_WORDS])  # the first words of `text.split()`, the rest unsplit
 
 
 def probe_key(doc: Document) -> tuple[bytes, int]:
