@@ -49,6 +49,7 @@ import numpy as np
 
 from cortex_exp.data.corpus_ids import IdColumn
 from cortex_exp.data.document import Document, probe_arrays, probe_key_of
+from cortex_exp.data.files import sha256_of
 from cortex_exp.parallel import ordered_map
 from cortex_exp.redact import scrub
 
@@ -122,7 +123,7 @@ def _read(where: Path, sha256: str) -> tuple[Columns | None, str]:
         arrays[name] = array
     fh = open(where / "fields.npy", "rb")  # noqa: SIM115 - kept open by the documents, closed with them
     try:
-        if hashlib.file_digest(fh, "sha256").hexdigest() != meta["files"]["fields"]:
+        if sha256_of(fh) != meta["files"]["fields"]:
             fh.close()
             return None, "fields.npy does not hash to what columns.json says (edited, truncated or damaged)"
         docs = ColumnDocuments.open(fh, arrays)
@@ -150,7 +151,7 @@ def _mapped(path: Path, sha256: str) -> np.ndarray | None:
     in place; a file written over in place while a run maps it is outside what is proven, as
     for `fields.npy`'s reads)."""
     with open(path, "rb") as fh:
-        if hashlib.file_digest(fh, "sha256").hexdigest() != sha256:
+        if sha256_of(fh) != sha256:
             return None
         fh.seek(0)
         version = np.lib.format.read_magic(fh)
@@ -283,7 +284,7 @@ class _Blob:
             raise OSError(f"{self.fh.name}: numpy wrote a header of {self.fh.tell()} bytes, not {self.HEADER}")
         self.fh.close()
         with open(self.fh.name, "rb") as fh:
-            return hashlib.file_digest(fh, "sha256").hexdigest()
+            return sha256_of(fh)
 
 
 class Part(NamedTuple):

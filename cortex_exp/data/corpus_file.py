@@ -25,7 +25,7 @@ from typing import BinaryIO, NamedTuple
 import numpy as np
 
 from cortex_exp.data.document import FIELDS, OPTIONAL, Document, document_digest, probe_arrays, probe_key
-from cortex_exp.data.files import open_input, parse_json
+from cortex_exp.data.files import open_input, parse_json, sha256_of
 from cortex_exp.data.jsonl import BLOCK, Problems, check_field, iter_lines, parse_line
 from cortex_exp.errors import InputError
 from cortex_exp.parallel import fd_state, line_spans, lines_at, ordered_map, worker_count
@@ -216,7 +216,7 @@ def file_sha256(path: Path) -> str:
     with fh:
         signature = _Signature(fh, path)
         try:
-            digest = hashlib.file_digest(fh, "sha256").hexdigest()
+            digest = sha256_of(fh)
         except OSError as exc:
             raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
         signature.check()

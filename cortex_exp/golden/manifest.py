@@ -3,21 +3,17 @@ how to re-find the inputs it names (its `source`) for a rebuild."""
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
 
 from cortex_exp.data.corpus import Corpus
+from cortex_exp.data.files import file_sha256_of
 from cortex_exp.errors import InputError
 from cortex_exp.golden.store import KNOWN_BIAS
 
 
 def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with Path(path).open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return file_sha256_of(path)
 
 
 def describe_inputs(**paths: Path) -> dict:

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from cortex_exp.console.progress import bar
+from cortex_exp.data.files import file_sha256_of
 from cortex_exp.errors import ComponentError
 from cortex_exp.retrievers.code_version import code_version
 from cortex_exp.retrievers.embed_cache import default_root, warn
@@ -151,11 +152,7 @@ class OnnxEncoder(Encoder):
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return file_sha256_of(path)
 
 
 def _verified(folder: Path) -> Path | None:

@@ -127,15 +127,15 @@ def test_the_arrays_are_mapped_from_the_bytes_hashed_whatever_is_renamed_over_th
     load_corpus(path, cache)
     other = tmp_path / "other.npy"
     np.save(other, np.zeros((len(DOCS), 32), np.uint8))
-    real = hashlib.file_digest
+    real = corpus_columns.sha256_of
 
-    def hashed_then_replaced(fh, digest):
-        out = real(fh, digest)
+    def hashed_then_replaced(fh):
+        out = real(fh)
         if os.path.basename(fh.name) == "digests.npy":
             os.replace(other, fh.name)
         return out
 
-    monkeypatch.setattr(hashlib, "file_digest", hashed_then_replaced)
+    monkeypatch.setattr(corpus_columns, "sha256_of", hashed_then_replaced)
     columns = corpus_columns.read_columns(cache, sha256(path))
     monkeypatch.undo()
     assert columns is not None and not other.exists()  # replaced after it was hashed

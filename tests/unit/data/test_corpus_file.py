@@ -171,3 +171,19 @@ def test_a_document_never_validated_hashes_as_its_canonical_json():
                 document_hash(doc)
             continue
         assert document_hash(doc) == expected
+
+
+@pytest.mark.parametrize("size", [0, 1, 6, 7, 8, 20])
+def test_a_file_hashed_in_blocks_is_its_sha256(size, tmp_path, monkeypatch):
+    """`files.sha256_of` in blocks (7 bytes here, 32 MiB in use) is hashlib's sha256 of the
+    bytes from where the file is: every block boundary, the empty file, a file opened mid-way."""
+    from cortex_exp.data import files
+
+    monkeypatch.setattr(files, "HASHED_BLOCK", 7)
+    data = bytes(range(256))[:size]
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    assert files.file_sha256_of(path) == hashlib.sha256(data).hexdigest()
+    with path.open("rb") as fh:
+        fh.read(min(size, 3))
+        assert files.sha256_of(fh) == hashlib.sha256(data[3:]).hexdigest()
