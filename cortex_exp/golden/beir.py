@@ -23,11 +23,11 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime
-from json.encoder import encode_basestring
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+from orjson import dumps
 
 from cortex_exp.data.corpus import Corpus, Document, columns_writer
 from cortex_exp.data.corpus_columns import ColumnsWriter, Part, PartBuilder
@@ -113,10 +113,10 @@ def _convert(
     first: dict[str, int],
     columns: PartBuilder | None = None,
 ) -> _Converted:
-    """Our corpus.jsonl line (`json.dumps(doc.as_json(), ensure_ascii=False)`'s characters) and
-    the hash (`document_digest`) of every valid document of BEIR lines (number, offset, line),
-    each string JSON-encoded once for both; each document's fields added to `columns` too, so
-    that the corpus's columns are written without reading the written corpus back."""
+    """Our corpus.jsonl line (`json.dumps(doc.as_json(), ensure_ascii=False)`'s bytes) and the
+    hash (`document_digest`) of every valid document of BEIR lines (number, offset, line), each
+    string JSON-encoded once for both (`_encoded`); each document's fields added to `columns`
+    too, so that the corpus's columns are written without reading the written corpus back."""
     out, written = _Converted([], bytearray(), b"", array("q")), []
     for line, _, raw in lines:
         if not raw.strip() or (obj := parse_line(raw, line, problems)) is None:
@@ -129,23 +129,40 @@ def _convert(
             fields = doc.id, doc.title, doc.text, doc.project
         doc_id, title, text, project = fields
         first[doc_id] = line
-        i, t, x = encode_basestring(doc_id), encode_basestring(title), encode_basestring(text)
-        p = "null" if project is None else encode_basestring(project)
-        canonical = f'{{"always_served":false,"id":{i},"kind":"document","project":{p},"text":{x},"title":{t}}}'
-        try:
-            digest = hashlib.sha256(canonical.encode("utf-8")).digest()
-        except UnicodeEncodeError as exc:  # a lone surrogate escape ("\ud800"): no UTF-8 to write
-            problems.add(line, f"not valid Unicode: {exc.reason} ({exc.object[exc.start : exc.end]!a})")
+        encoded = _encoded(doc_id, title, text, project, line, problems)
+        if encoded is None:
             continue
+        i, t, x, p = encoded
         out.ids.append(doc_id)
-        out.digests += digest
+        out.digests += hashlib.sha256(_CANONICAL % (i, p, x, t)).digest()
         if columns is not None:
             columns.add(doc_id, title, text, project, "document", False)
-        head = f'{{"id": {i}, "title": {t}, "text": {x}, "project": {p}, '
-        written.append(head + '"kind": "document", "always_served": false}\n')
-    out.lines = "".join(written).encode()
-    out.lengths.extend(len(w) if w.isascii() else len(w.encode()) for w in written)
+        written.append(_LINE % (i, t, x, p))
+    out.lines = b"".join(written)
+    out.lengths.extend(map(len, written))
     return out
+
+
+# a document's canonical JSON (`canonical_json`: sorted keys, no spaces) and its line in our
+# corpus.jsonl (`json.dumps(doc.as_json(), ensure_ascii=False)`), from its JSON-encoded fields
+_CANONICAL = b'{"always_served":false,"id":%s,"kind":"document","project":%s,"text":%s,"title":%s}'
+_LINE = b'{"id": %s, "title": %s, "text": %s, "project": %s, "kind": "document", "always_served": false}\n'
+
+
+def _encoded(doc_id: str, title: str, text: str, project: str | None, line: int, problems: Problems):
+    """The fields as JSON strings' UTF-8 bytes (id, title, text, project or `null`): orjson's,
+    the bytes of json's `encode_basestring` for every code point (checked over all of them);
+    None, and the problem said, for a string with a lone surrogate (no UTF-8 to write)."""
+    try:
+        return dumps(doc_id), dumps(title), dumps(text), b"null" if project is None else dumps(project)
+    except TypeError:  # orjson.JSONEncodeError: "str is not valid UTF-8: surrogates not allowed"
+        for field in (doc_id, project or "", text, title):  # the order of the canonical JSON's keys
+            try:
+                field.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                problems.add(line, f"not valid Unicode: {exc.reason} ({exc.object[exc.start : exc.end]!a})")
+                return None
+        raise
 
 
 def _plain_fields(obj: dict, first: dict[str, int]) -> tuple[str, str, str, str | None] | None:

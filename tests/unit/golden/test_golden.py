@@ -6,6 +6,8 @@ import hashlib
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.cli import run_cli, run_main
 from support.formats import beir_collection
 from support.tiny import TINY_DOCS, TINY_SERVES, write_jsonl
@@ -151,6 +153,52 @@ def test_the_import_writes_what_write_corpus_writes_on_one_worker_or_two(tmp_pat
     sha = made[2].manifest["source"]["corpus"]["sha256"]
     assert sha == hashlib.sha256((tmp_path / "beir" / "corpus.jsonl").read_bytes()).hexdigest()
     assert list(made[2].manifest["source"]) == ["kind", "beir_dir", "corpus", "queries", "qrels"]
+
+
+ODD_TEXT = st.text(
+    st.sampled_from(["a", "é", "日", "😀", '"', "\\", "\n", "\t", "\x00", "\x1f", "\x7f", "\u2028", " "])
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(ODD_TEXT, ODD_TEXT, st.one_of(st.none(), ODD_TEXT)), max_size=6))
+def test_each_converted_line_and_hash_is_json_dumps_and_document_digests(fields):
+    """The converter's JSON (orjson's strings in a line of our corpus.jsonl and in the canonical
+    JSON it hashes) is `json.dumps(doc.as_json(), ensure_ascii=False)` and `document_digest`,
+    byte for byte, whatever the characters: escapes, controls, quotes, beyond the BMP."""
+    from pathlib import Path
+
+    from cortex_exp.data.document import Document, document_digest
+    from cortex_exp.data.jsonl import Problems
+    from cortex_exp.golden.beir import _convert
+
+    objects = [
+        {"_id": f"d{n}", "title": t, "text": x} | ({} if p is None else {"metadata": {"project": p}})
+        for n, (t, x, p) in enumerate(fields)
+    ]
+    lines = [(n + 1, 0, json.dumps(o, ensure_ascii=n % 2 == 0).encode()) for n, o in enumerate(objects)]
+    out = _convert(lines, Problems(Path("corpus.jsonl")), {})
+    docs = [
+        Document(o["_id"], o["title"], o["text"], o.get("metadata", {}).get("project"), "document", False)
+        for o in objects
+    ]
+    assert out.lines == "".join(json.dumps(d.as_json(), ensure_ascii=False) + "\n" for d in docs).encode()
+    assert bytes(out.digests) == b"".join(document_digest(d) for d in docs)
+    assert list(out.lengths) == [len(json.dumps(d.as_json(), ensure_ascii=False).encode()) + 1 for d in docs]
+
+
+def test_a_lone_surrogate_is_a_problem_naming_the_first_in_the_hashed_json(tmp_path):
+    """Its text and its title hold one each: the problem names the text's, the first of the two
+    in the canonical JSON (`id, kind, project, text, title`), as `document_digest` would."""
+    from cortex_exp.data.jsonl import Problems
+    from cortex_exp.golden.beir import _convert
+
+    raw = b'{"_id": "s", "title": "\\udfff", "text": "ok \\ud800"}'
+    problems = Problems(tmp_path / "corpus.jsonl")
+    out = _convert([(1, 0, raw)], problems, {})
+    assert out.ids == [] and [item.split(": ", 1)[1] for item in problems.items] == [
+        "not valid Unicode: surrogates not allowed ('\\ud800')"
+    ]
 
 
 ODD_OBJECTS = [  # each takes another branch of the import's checks (`_plain_fields`, else the worded ones)
