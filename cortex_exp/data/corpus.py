@@ -247,14 +247,23 @@ def record_json(head: dict, documents: Iterable[tuple[str, str]], extra: dict | 
     return "".join([before, "{\n", *pieces, "\n  }", after] if pieces else [before, "{}", after])
 
 
-def load_corpus(path: Path | str, cache: Path | None = None) -> Corpus:
-    """The corpus of `corpus.jsonl`, from its columns in `cache` (default: `cache.dir`'s,
-    `$CORTEX_CACHE_DIR`, else `.cache/`) when they are kept for the file's bytes; else the file
-    loaded and validated in one streaming pass (`InputError` listing every problem) and its
-    columns kept first. The documents stay in the columns (or the file): the corpus holds their
-    ids, hashes and places."""
+def kept_columns(path: Path | str, cache: Path | None = None) -> tuple[str, Columns | None]:
+    """(the sha256 of the corpus file `path`, its columns kept in `cache` for those bytes and
+    proven, else None): what `load_corpus` reads first, almost all of it hashing (which lets go
+    of the GIL). It forks no worker (`run.benchmark.prepare` imports MLflow on a thread beside it)."""
     path, cache = Path(path), CacheSettings().path if cache is None else Path(cache)
-    columns = read_columns(cache, file_sha256(path))
+    sha256 = file_sha256(path)
+    return sha256, read_columns(cache, sha256)
+
+
+def load_corpus(path: Path | str, cache: Path | None = None, kept: tuple[str, Columns | None] | None = None) -> Corpus:
+    """The corpus of `corpus.jsonl`, from its columns in `cache` (default: `cache.dir`'s,
+    `$CORTEX_CACHE_DIR`, else `.cache/`) when they are kept for the file's bytes (`kept_columns`,
+    unless the caller read them already: `kept`); else the file loaded and validated in one
+    streaming pass (`InputError` listing every problem) and its columns kept first. The
+    documents stay in the columns (or the file): the corpus holds their ids, hashes and places."""
+    path, cache = Path(path), CacheSettings().path if cache is None else Path(cache)
+    _, columns = kept if kept is not None else kept_columns(path, cache)
     if columns is not None:
         return Corpus.of_columns(columns, path)
     scanned = read_documents(path)

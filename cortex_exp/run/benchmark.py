@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cortex_exp import interrupts, metrics, tracking
-from cortex_exp.data.corpus import Corpus, HashedCorpus, load_corpus
+from cortex_exp.data.corpus import Corpus, HashedCorpus, kept_columns, load_corpus
 from cortex_exp.errors import InputError
 from cortex_exp.findings import Finding, degraded_reasons, noted, pct
 from cortex_exp.golden import GoldenSet, load_golden
@@ -127,6 +127,30 @@ def _row(name: str) -> RowSpec:
         raise InputError(f"row: {exc}") from None
 
 
+IMPORT_BESIDE_BYTES = 1 << 28  # 256 MiB: a corpus whose hashing hides MLflow's import (docs/measured.md)
+
+
+def load_data(settings: RunSettings) -> tuple[Corpus, GoldenSet]:
+    """The corpus and the golden set. A large corpus file is hashed (with its kept columns,
+    `kept_columns`) while MLflow's client is imported on a thread (`tracking.imported_beside`):
+    hashing lets go of the GIL, the import takes it in the pauses, and the run needs both. The
+    thread is done before anything forks (reading a corpus without kept columns does), and
+    the corpus's error is still the one raised when both the corpus and the golden set are wrong."""
+    path = Path(settings.data.corpus)
+    uri = tracking.resolve_uri(settings.mlflow.tracking_uri)
+    large = path.is_file() and path.stat().st_size >= IMPORT_BESIDE_BYTES
+    with tracking.imported_beside(uri, beside=large):
+        kept = kept_columns(path, settings.cache.path)
+    try:
+        golden: GoldenSet | Exception = load_golden(settings.data.golden)
+    except Exception as exc:  # after the corpus's own error, if it has one
+        golden = exc
+    corpus = load_corpus(path, settings.cache.path, kept)
+    if isinstance(golden, Exception):
+        raise golden
+    return corpus, golden
+
+
 def prepare(settings: RunSettings, row: RowSpec) -> Prepared:
     """Data, the stale gate, the drift warning, indexes, the probe and the learned stores: every
     refusal that creates no run (`gates.LOADED`, `gates.PROBED`)."""
@@ -135,7 +159,7 @@ def prepare(settings: RunSettings, row: RowSpec) -> Prepared:
     prepare_data(settings.data, log)
     if settings.data.serves and not Path(settings.data.serves).is_file():
         raise InputError(f"data.serves: {settings.data.serves} does not exist (leave it unset for no serve log)")
-    corpus, golden = load_corpus(settings.data.corpus, settings.cache.path), load_golden(settings.data.golden)
+    corpus, golden = load_data(settings)
     indexed, listed = corpus_in_use(settings.retriever.components, corpus)  # a service's own listing, else the file
     stale = stale_result(golden, settings.gates, indexed)
     drift = corpus_drift(golden, indexed, settings.gates)

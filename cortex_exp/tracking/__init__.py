@@ -22,7 +22,7 @@ from cortex_exp.tracking.parents import child_runs, end_run, end_running_childre
 from cortex_exp.tracking.runlog import PER_QUERY_DIGEST, RunLog
 from cortex_exp.tracking.runs import attach, guard, open_run
 from cortex_exp.tracking.spool import spool_root
-from cortex_exp.tracking.store import DEFAULT_URI, check_reachable, client, resolve_uri
+from cortex_exp.tracking.store import DEFAULT_URI, check_reachable, client, imported_beside, resolve_uri
 from cortex_exp.tracking.trace_links import trace_ids
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "end_running_children",
     "experiment_name",
     "guard",
+    "imported_beside",
     "mark_orphans",
     "open_run",
     "resolve_uri",
