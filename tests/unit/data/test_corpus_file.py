@@ -4,6 +4,7 @@ the open file: it answers every question as the same documents held in memory do
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 
@@ -187,3 +188,9 @@ def test_a_file_hashed_in_blocks_is_its_sha256(size, tmp_path, monkeypatch):
     with path.open("rb") as fh:
         fh.read(min(size, 3))
         assert files.sha256_of(fh) == hashlib.sha256(data[3:]).hexdigest()
+    assert files.sha256_of(io.BytesIO(data)) == hashlib.sha256(data).hexdigest()  # no file number
+    with path.open("rb") as fh, path.open("ab") as grown:  # bytes added after its size was read
+        first = fh.read(1)
+        grown.write(b"more")
+        grown.flush()
+        assert first == data[:1] and files.sha256_of(fh) == hashlib.sha256(data[1:] + b"more").hexdigest()
