@@ -49,7 +49,7 @@ import numpy as np
 
 from cortex_exp.data.corpus_ids import IdColumn
 from cortex_exp.data.document import Document, probe_arrays, probe_key_of
-from cortex_exp.data.files import sha256_of
+from cortex_exp.data.files import file_sha256_of, sha256_of
 from cortex_exp.parallel import ordered_map
 from cortex_exp.redact import scrub
 
@@ -442,7 +442,7 @@ class ColumnsWriter:
             for name, array in arrays.items():
                 dtype = np.int64 if name in ("ids_at", "fields_at", "order") else np.uint8
                 np.save(self.tmp / f"{name}.npy", np.ascontiguousarray(array, dtype=dtype), allow_pickle=False)
-                files[name] = hashlib.sha256((self.tmp / f"{name}.npy").read_bytes()).hexdigest()
+                files[name] = file_sha256_of(self.tmp / f"{name}.npy")
             meta = {"format": FORMAT, "jsonl_sha256": sha256, "size": n, "fingerprint": fingerprint, "files": files}
             meta["digest"] = _digest(sha256, meta)
             (self.tmp / "columns.json").write_text(json.dumps(meta, indent=2) + "\n")

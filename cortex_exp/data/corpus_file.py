@@ -243,7 +243,8 @@ class FileDocuments(Sequence):
         return len(self._offsets)
 
     def sha256(self) -> str:
-        """The sha256 of the open file's bytes, the ones these documents are read from."""
+        """The sha256 of the open file's bytes, the ones these documents are read from: by `pread`
+        (no file position moved: workers read the same descriptor), not `files.sha256_of`."""
         self._signature.check()
         digest, at = hashlib.sha256(), 0
         while block := os.pread(self._fd, 1 << 22, at):

@@ -10,6 +10,7 @@ FAILED or KILLED, never RUNNING. A component that goes silent during the run fai
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,7 +139,10 @@ def load_data(settings: RunSettings) -> tuple[Corpus, GoldenSet]:
     the corpus's error is still the one raised when both the corpus and the golden set are wrong."""
     path = Path(settings.data.corpus)
     uri = tracking.resolve_uri(settings.mlflow.tracking_uri)
-    large = path.is_file() and path.stat().st_size >= IMPORT_BESIDE_BYTES
+    try:
+        large = os.stat(path).st_size >= IMPORT_BESIDE_BYTES
+    except (OSError, ValueError):  # not there, unreadable, a name too long: `kept_columns` says which
+        large = False
     with tracking.imported_beside(uri, beside=large):
         kept = kept_columns(path, settings.cache.path)
     try:

@@ -127,19 +127,21 @@ PRELOADED = ("mlflow.tracking", "mlflow.store.tracking.sqlalchemy_store")  # the
 def imported_beside(uri: str, beside: bool) -> Iterator[None]:
     """MLflow's client and its database store's modules imported on a thread while the body
     runs, when `beside`: for a body that lets go of the GIL (hashing a large corpus), the
-    imports a run needs anyway take their turns in its pauses instead of after it. Left
-    behind on an error (a daemon thread; the process's own import of the same modules waits
-    for it, as Python's import locks make any two imports of one module do); awaited when the
-    body ends, so that no worker is forked while it runs. A failed import here is not an
-    error: the client's own import (`client`) raises it where it is reported."""
+    imports a run needs anyway take their turns in its pauses instead of after it. Awaited
+    however the body ends (an error, a signal: at most the rest of the import, ~1 s), so that
+    no worker is ever forked while it runs, by this run or by the next one of a process that
+    goes on (the Python API). A failed import here is not an error: the client's own import
+    (`client`) raises it where it is reported."""
     if not beside:
         yield
         return
     modules = PRELOADED if sqlite_path(uri) is not None or "sql" in urlparse(uri).scheme else PRELOADED[:1]
     thread = threading.Thread(target=_import, args=(modules,), name="cortex-mlflow-import", daemon=True)
     thread.start()
-    yield
-    thread.join()
+    try:
+        yield
+    finally:
+        thread.join()
 
 
 def _import(modules: tuple[str, ...]) -> None:

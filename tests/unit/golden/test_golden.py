@@ -156,7 +156,9 @@ def test_the_import_writes_what_write_corpus_writes_on_one_worker_or_two(tmp_pat
 
 
 ODD_TEXT = st.text(
-    st.sampled_from(["a", "é", "日", "😀", '"', "\\", "\n", "\t", "\x00", "\x1f", "\x7f", "\u2028", " "])
+    st.sampled_from(
+        ["a", "é", "日", "😀", '"', "\\", "\n", "\t", "\r", "\b", "\f", "\x0b", "\x00", "\x1f", "\x7f", "\u2028", " "]
+    )
 )
 
 
@@ -187,17 +189,26 @@ def test_each_converted_line_and_hash_is_json_dumps_and_document_digests(fields)
     assert list(out.lengths) == [len(json.dumps(d.as_json(), ensure_ascii=False).encode()) + 1 for d in docs]
 
 
-def test_a_lone_surrogate_is_a_problem_naming_the_first_in_the_hashed_json(tmp_path):
-    """Its text and its title hold one each: the problem names the text's, the first of the two
-    in the canonical JSON (`id, kind, project, text, title`), as `document_digest` would."""
+@pytest.mark.parametrize(
+    "fields, named",
+    [
+        ({"_id": "s", "title": "\udfff", "text": "ok \ud800"}, "'\\ud800'"),  # text before title
+        ({"_id": "s\udc00", "title": "\udfff", "text": "t"}, "'\\udc00'"),  # the id first
+        ({"_id": "s", "text": "\ud801", "metadata": {"project": "p\udc01"}}, "'\\udc01'"),  # project before text
+        ({"_id": "s", "text": "a\ud800\ud801b"}, "'\\ud800\\ud801'"),  # a run of them, named whole
+    ],
+)
+def test_a_lone_surrogate_is_a_problem_naming_the_first_in_the_hashed_json(fields, named, tmp_path):
+    """As `document_digest` would: the first surrogate (or run of them) in the canonical JSON
+    (`always_served, id, kind, project, text, title`)."""
     from cortex_exp.data.jsonl import Problems
     from cortex_exp.golden.beir import _convert
 
-    raw = b'{"_id": "s", "title": "\\udfff", "text": "ok \\ud800"}'
+    raw = json.dumps(fields).encode()
     problems = Problems(tmp_path / "corpus.jsonl")
     out = _convert([(1, 0, raw)], problems, {})
     assert out.ids == [] and [item.split(": ", 1)[1] for item in problems.items] == [
-        "not valid Unicode: surrogates not allowed ('\\ud800')"
+        f"not valid Unicode: surrogates not allowed ({named})"
     ]
 
 

@@ -60,15 +60,35 @@ def test_the_corpus_error_comes_first_when_both_are_wrong(tmp_path, monkeypatch)
         benchmark.load_data(settings(data, tmp_path, golden=tmp_path / "no-golden"))
 
 
-@pytest.mark.parametrize("beside", [True, False])
-def test_imported_beside_imports_mlflows_client_and_store_by_the_end_of_its_body(beside, tmp_path):
-    """In a process of its own (pytest's has MLflow imported already)."""
+def test_a_corpus_name_too_long_is_bad_input_not_a_crash(tmp_path):
+    """os.stat's ENAMETOOLONG (Path.is_file raises it) is the corpus reader's error, exit 2."""
+    data = tiny_dataset(tmp_path / "data")
+    long = settings(data, tmp_path)
+    long = RunSettings(
+        DataSettings(corpus=str(tmp_path / ("c" * 300) / "corpus.jsonl"), golden=str(data / "golden")),
+        long.retriever,
+        row="core",
+        mlflow=long.mlflow,
+        cache=long.cache,
+    )
+    with pytest.raises(InputError, match="corpus.jsonl"):
+        benchmark.load_data(long)
+
+
+@pytest.mark.parametrize("beside, body", [(True, "pass"), (True, "raise ValueError"), (False, "pass")])
+def test_imported_beside_imports_mlflows_client_and_store_by_the_end_of_its_body(beside, body, tmp_path):
+    """In a process of its own (pytest's has MLflow imported already): the modules imported
+    whole (their classes there) when the body ends, an error included; none when not beside."""
     script = (
         "import sys\n"
         "from cortex_exp.tracking.store import imported_beside\n"
-        f"with imported_beside('sqlite:///{tmp_path}/m.db', {beside}):\n"
+        "try:\n"
+        f"    with imported_beside('sqlite:///{tmp_path}/m.db', {beside}):\n"
+        f"        {body}\n"
+        "except ValueError:\n"
         "    pass\n"
-        "print(sorted(m for m in ('mlflow.tracking', 'mlflow.store.tracking.sqlalchemy_store') if m in sys.modules))\n"
+        "found = {'mlflow.tracking': 'MlflowClient', 'mlflow.store.tracking.sqlalchemy_store': 'SqlAlchemyStore'}\n"
+        "print(sorted(m for m, name in found.items() if hasattr(sys.modules.get(m), name)))\n"
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]

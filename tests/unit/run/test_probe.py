@@ -7,7 +7,7 @@ import threading
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cortex_exp.data.corpus import Corpus, Document
@@ -126,6 +126,10 @@ def test_probe_text_is_the_title_else_the_first_words():
 
 
 @settings(max_examples=500, deadline=None)
+@example("a " * 7 + "a")  # 8 words
+@example(" a" * 9 + "  ")  # 9, white space after
+@example("\ta\n" * 10)  # 10
+@example("a " * 8 + " \u3000 ")  # 8, then white space only
 @given(st.text(alphabet=st.sampled_from(["a", "b", " ", "\t", "\n", "\u3000", "\x1c", "\xa0", "\u2028"])))
 def test_the_first_words_are_those_of_the_whole_text_split(text):
     """The text is split only as far as its first `TEXT_WORDS` words (a fifth of the 1M import's
