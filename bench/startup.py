@@ -38,11 +38,8 @@ from scale import ROOT, measured  # noqa: E402
 
 OUT = ROOT / "bench" / "results" / "startup.json"
 YARDSTICK = "import mlflow"
-GOALS = {
-    "warm core run": 1.2,
-    "compare --no-log": 0.6,
-    "compare, by names": 0.6,
-}  # issue 33: at most this × the yardstick
+# issue 33: at most this many times the yardstick
+GOALS = {"warm core run": 1.2, "compare --no-log": 0.6, "compare, by names": 0.6}
 # The least a recorded run must do through MLflow's client on its sqlite store, with no work at
 # all: import MLflow, open the store (SQLAlchemy, alembic, the ORM), create a run with the demo
 # run's counts (26 tags, 25 params, 24 metrics, 8 artifacts), end it FINISHED. A warm run's goal

@@ -250,7 +250,7 @@ def record_json(head: dict, documents: Iterable[tuple[str, str]], extra: dict | 
 def kept_columns(path: Path | str, cache: Path | None = None) -> tuple[str, Columns | None]:
     """(the sha256 of the corpus file `path`, its columns kept in `cache` for those bytes and
     proven, else None): what `load_corpus` reads first, almost all of it hashing (which lets go
-    of the GIL). It forks no worker (`run.benchmark.prepare` imports MLflow on a thread beside it)."""
+    of the GIL). It forks no worker (`run.benchmark.load_data` imports MLflow on a thread beside it)."""
     path, cache = Path(path), CacheSettings().path if cache is None else Path(cache)
     sha256 = file_sha256(path)
     return sha256, read_columns(cache, sha256)

@@ -32,13 +32,13 @@ from orjson import dumps
 from cortex_exp.data.corpus import Corpus, Document, columns_writer
 from cortex_exp.data.corpus_columns import ColumnsWriter, Part, PartBuilder
 from cortex_exp.data.corpus_file import SPAN, file_documents
-from cortex_exp.data.files import decode_text, open_input, read_input
+from cortex_exp.data.files import decode_text, file_sha256_of, open_input, read_input
 from cortex_exp.data.jsonl import Problems, brief, check_field, iter_jsonl, iter_lines, parse_line
 from cortex_exp.data.trec import WHOLE
 from cortex_exp.errors import InputError
 from cortex_exp.golden.filters import FILTERS
 from cortex_exp.golden.lineage import carry_forward
-from cortex_exp.golden.manifest import describe_inputs, make_manifest, sha256_file
+from cortex_exp.golden.manifest import describe_inputs, make_manifest
 from cortex_exp.golden.store import GoldenSet, Judgment, Query, check_out_dir, write_golden
 from cortex_exp.parallel import line_spans, lines_at, ordered_map
 
@@ -330,7 +330,7 @@ def _corpus_pass(path: Path, out: Path, columns: ColumnsWriter) -> tuple[Corpus,
         closing(_converted_parts(path, out, columns.tmp)) as parts,
     ):
         for part in parts:
-            file_hash = file_hash or beside.submit(sha256_file, path)  # after the workers are forked
+            file_hash = file_hash or beside.submit(file_sha256_of, path)  # after the workers are forked
             ids += part.ids
             digests += part.digests
             lengths += part.lengths
@@ -339,7 +339,7 @@ def _corpus_pass(path: Path, out: Path, columns: ColumnsWriter) -> tuple[Corpus,
                 shutil.copyfileobj(converted, _Hashing(fh, written), 1 << 22)
             part.written.unlink()
             columns.add(part.columns)
-        sha256 = (file_hash or beside.submit(sha256_file, path)).result()
+        sha256 = (file_hash or beside.submit(file_sha256_of, path)).result()
     sizes = np.frombuffer(lengths, dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(sizes) else sizes
     docs = file_documents(out, offsets, sizes - 1)

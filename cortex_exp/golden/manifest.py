@@ -12,16 +12,12 @@ from cortex_exp.errors import InputError
 from cortex_exp.golden.store import KNOWN_BIAS
 
 
-def sha256_file(path: Path) -> str:
-    return file_sha256_of(path)
-
-
 def describe_inputs(**paths: Path) -> dict:
     """{name: {"path": absolute path, "sha256": ...}} for files; folders get the path only."""
     out = {}
     for name, path in paths.items():
         path = Path(path).resolve()
-        out[name] = {"path": str(path)} if path.is_dir() else {"path": str(path), "sha256": sha256_file(path)}
+        out[name] = {"path": str(path)} if path.is_dir() else {"path": str(path), "sha256": file_sha256_of(path)}
     return out
 
 

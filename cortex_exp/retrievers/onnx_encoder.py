@@ -85,7 +85,7 @@ class OnnxEncoder(Encoder):
         return self._file
 
     def _key(self) -> str:
-        parts = {name: _sha256(self.model_dir / name) for name in SOURCE_FILES}
+        parts = {name: file_sha256_of(self.model_dir / name) for name in SOURCE_FILES}
         parts.update(backend=self.backend, code=code_version(OnnxEncoder))
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -96,7 +96,7 @@ class OnnxEncoder(Encoder):
         tmp.mkdir(parents=True)
         try:
             made = export(self.model_dir, tmp, QUANTIZED[self.backend])
-            record = {"model": LOCAL_MODEL, "backend": self.backend, "file": made.name, "sha256": _sha256(made)}
+            record = {"model": LOCAL_MODEL, "backend": self.backend, "file": made.name, "sha256": file_sha256_of(made)}
             (tmp / "export.json").write_text(json.dumps(record, indent=2))
             shutil.rmtree(folder, ignore_errors=True)
             try:
@@ -151,10 +151,6 @@ class OnnxEncoder(Encoder):
         return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
 
 
-def _sha256(path: Path) -> str:
-    return file_sha256_of(path)
-
-
 def _verified(folder: Path) -> Path | None:
     """The export in `folder` when its file matches `export.json`; a mismatch is warned and removed."""
     meta = folder / "export.json"
@@ -163,7 +159,7 @@ def _verified(folder: Path) -> Path | None:
     try:
         record = json.loads(meta.read_text())
         path = folder / record["file"]
-        if _sha256(path) == record["sha256"]:
+        if file_sha256_of(path) == record["sha256"]:
             return path
         why = "does not match the sha256 in export.json (edited or damaged)"
     except (OSError, ValueError, KeyError, TypeError) as exc:

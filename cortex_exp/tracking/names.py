@@ -105,9 +105,10 @@ def find_run(client, selector: str, experiment: str | None = None):
     if "'" in name or not name:
         raise InputError(f"run selector {selector!r}: expected a run id, NAME or latest:NAME (no quotes)")
     where = f" in experiment {experiment!r}" if experiment else ""
-    scopes = experiment_scopes(client, experiment)
+    reader = Reader.of(client)
+    scopes = experiment_scopes(reader, experiment)
     for scope in scopes:
-        runs = Reader.of(client).finished_named(scope, name, 1 if asked_latest else SEARCHED)
+        runs = reader.finished_named(scope, name, 1 if asked_latest else SEARCHED)
         if runs:
             if len(runs) > 1 and not asked_latest:
                 _log.warning(note_latest(name, runs))

@@ -80,9 +80,11 @@ class SqliteRuns:
         with closing(sqlite3.connect(self.path.resolve().as_uri() + "?mode=ro", uri=True)) as db:
             yield db
 
-    def revision(self) -> str:
+    def revision(self) -> str | None:
+        """The schema's alembic revision, None when `alembic_version` holds none."""
         with self._connect() as db:
-            return db.execute("SELECT version_num FROM alembic_version").fetchone()[0]
+            row = db.execute("SELECT version_num FROM alembic_version").fetchone()
+        return None if row is None else row[0]
 
     def outside_default_workspace(self) -> bool:
         """An experiment outside MLflow's default workspace: MLflow refuses to open such a store
@@ -175,7 +177,7 @@ def open_store(uri: str) -> SqliteRuns | None:
         if store.outside_default_workspace():
             _log.debug("%s: experiments outside the default workspace; read through MLflow's client", uri)
             return None
-    except (sqlite3.Error, TypeError) as exc:  # TypeError: no row in alembic_version
+    except sqlite3.Error as exc:  # not a database, no such table, locked: MLflow's client says it
         _log.debug("%s: read through MLflow's client (%s)", uri, exc)
         return None
     return store

@@ -135,7 +135,7 @@ def imported_beside(uri: str, beside: bool) -> Iterator[None]:
     if not beside:
         yield
         return
-    modules = PRELOADED if sqlite_path(uri) is not None or "sql" in urlparse(uri).scheme else PRELOADED[:1]
+    modules = PRELOADED if "sql" in urlparse(uri).scheme else PRELOADED[:1]  # sqlite, postgresql, mysql, mssql
     thread = threading.Thread(target=_import, args=(modules,), name="cortex-mlflow-import", daemon=True)
     thread.start()
     try:
