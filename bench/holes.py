@@ -22,7 +22,9 @@ audit sizes 50, 100, 200, 400 — a judge trained once per (collection, depth) o
 revealed verdicts only, scoring the frame once; a fresh Poisson audit per resample (seed = the
 resample's index) labelled by the truth; compare's own `--holes ppi` estimator. Their rows add
 `audit_size`, `audited` (the mean realised size), `lam`, and on `ppi` rows `width_vs_audit_only`
-and `rho`.
+and `rho`. On the demo world, whose labels were drawn at known probabilities, `ppi_oracle` rows
+(a diagnostic, not a goal) give ppi with ĝ those probabilities on the same audits: how narrow
+any judge could make the interval there.
 
 Writes bench/results/holes.json (`{"rows": [...], "on_golden": [...], "settings": {...}}`;
 `--quick`: holes-quick.json) and prints the tables: naive's error beside bounds' coverage; ppi's
@@ -287,7 +289,8 @@ def audit_table(rows: list[dict]) -> str:
     """One line per (collection, depth, pair, metric, audit size): the truth; ppi's coverage
     (its binomial interval), width, bias and the bias over the half-width, decision error, ρ;
     audit_only's coverage and width and ppi's width over it; naive's decision error beside
-    ppi's; the mean realised audit."""
+    ppi's; the mean realised audit; where the collection has an oracle (`ppi_oracle` rows), its
+    coverage, its width over audit_only's and its ρ."""
     from cortex_exp.console.tables import table
 
     by: dict[tuple, dict[str, dict]] = {}
@@ -308,10 +311,34 @@ def audit_table(rows: list[dict]) -> str:
             [*key, p["truth"], p["coverage"], cp, p["width"], p["bias"], abs(p["bias"]) / (p["width"] / 2)]
             + [a["coverage"], a["width"], ratio, rho, p["decision_error"], naive[key[:4]]["decision_error"]]
             + [round(p["audited"], 1)]
+            + oracle_columns(cell.get("ppi_oracle"))
         )
     headers = ["collection", "k", "pair", "metric", "audit", "truth", "ppi cov", "95% CI", "ppi width", "ppi bias"]
     headers += ["|bias|/half", "a-only cov", "a-only width", "width ratio", "rho", "ppi err", "naive err", "audited"]
-    return table(headers, lines, keys=5, width=None)
+    return table([*headers, "oracle cov", "oracle ratio", "oracle rho"], lines, keys=5, width=None)
+
+
+def oracle_columns(r: dict | None) -> list:
+    """A `ppi_oracle` row's coverage, width over audit_only's and ρ (blank where there is none)."""
+    if r is None:
+        return ["", "", ""]
+    fmt = lambda x: "" if x is None else f"{x:.3f}"  # noqa: E731
+    return [r["coverage"], fmt(r["width_vs_audit_only"]), fmt(r["rho"])]
+
+
+def oracle_findings(rows: list[dict]) -> list[str]:
+    """Per collection with an oracle: its width over audit_only's (min, median, max over the
+    cells) and how many cells reach PPI_RATIO — what any judge could give on that collection."""
+    out = []
+    oracle = [r for r in rows if r["estimator"] == "ppi_oracle" and r["width_vs_audit_only"] is not None]
+    for collection in dict.fromkeys(r["collection"] for r in oracle):
+        ratios = sorted(r["width_vs_audit_only"] for r in oracle if r["collection"] == collection)
+        rho = sorted(r["rho"] for r in oracle if r["collection"] == collection and r["rho"] is not None)
+        text = f"diagnostic: on {collection}, ĝ = the probability each label was drawn at (no judge can foresee more) "
+        text += f"gives a width ratio <= {PPI_RATIO} in {sum(x <= PPI_RATIO for x in ratios)} of {len(ratios)} cells "
+        text += f"(min {ratios[0]:.3f}, median {ratios[len(ratios) // 2]:.3f}, max {ratios[-1]:.3f}"
+        out.append(text + (f"; rho {rho[0]:.2f}–{rho[-1]:.2f})" if rho else ")"))
+    return out
 
 
 def golden_table(golden: list[dict]) -> str:
@@ -528,6 +555,8 @@ def main(argv: list[str] | None = None) -> int:
     met = goals(rows, golden)
     for text, ok in met:
         print(f"{'met' if ok else 'MISSED'}: {text}")
+    for text in oracle_findings(rows):
+        print(text)
     print(f"-> {out}")
     return 0 if all(ok for _, ok in met) else 1
 

@@ -17,10 +17,13 @@ sizes 50, 100, 200 and 400, registered in `holes_estimators.ESTIMATORS` by its `
   `estimate` at compare's `--ci`, the verdict by `stats.bounded_verdict` on the estimate's
   interval, as `compare.analysis.analyse_all` gives it), ĝ the judge's (`ppi`) or the audit's
   Hájek stratum means (`audit_only`).
-- ρ (`ppi` rows): the Pearson correlation, over the golden set's holes of the pair for the
+- `ppi_oracle` (the demo world only, a diagnostic): `ppi` on the same audit with ĝ the
+  probability each hole's label was drawn at (`holes_collections.CHANCES`), the best any judge
+  could foresee of it: how narrow the interval could be on this collection at all.
+- ρ (`ppi`, `ppi_oracle` rows): the Pearson correlation, over the golden set's holes of the pair for the
   metric (documents nobody judged whose weight differs between the runs), of the predicted
   weighted gain Δw·ĝ with the true one Δw·g(y): how much of what the holes move the judge
-  foresees. `width_vs_audit_only` (`ppi` rows): ppi's mean width over audit_only's, same cell
+  foresees. `width_vs_audit_only` (`ppi`, `ppi_oracle` rows): the mean width over audit_only's, same cell
   and audit size (`audit_fields`).
 """
 
@@ -31,6 +34,7 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
+from holes_collections import CHANCES
 from holes_estimators import OPTIONS, Estimate, Sample, register
 
 from cortex_exp.compare import ppi, stats
@@ -38,7 +42,8 @@ from cortex_exp.golden.audit import design_weights, draw, frame_of, inclusion
 from cortex_exp.metrics import NOISE, POSITIVE
 
 AUDIT_SIZES = (50, 100, 200, 400)
-PREDICT = {"ppi": "judge", "audit_only": "audit_only"}  # the row's estimator -> compare.ppi.parts' `predict`
+PREDICT = {"ppi": "judge", "audit_only": "audit_only", "ppi_oracle": "judge"}  # -> compare.ppi.parts' `predict`
+BESIDE_AUDIT_ONLY = ("ppi", "ppi_oracle")  # the rows whose width is also given over audit_only's
 JUDGE_SEED = 0
 JUDGE_RESAMPLES = 200  # the bootstrap of its agreement figures only: the judge itself does not depend on it
 
@@ -79,7 +84,8 @@ class Judged:
     """What the audit's estimators read, prepared once per (collection, depth): the golden set's
     qids (`position`: each one's index), the judge's P(positive) of every frame document by
     golden (qid, doc), each pair's `Frame`, each (pair, metric)'s `ppi.HoleTable` on the golden
-    set (and its `Flat`), ρ by (pair, metric), and the judge's figures."""
+    set (and its `Flat`), ρ by (pair, metric), and the judge's figures; where the collection's
+    truth was drawn at known probabilities, those of every frame document (`oracle`) and their ρ."""
 
     position: dict[str, int]
     scores: dict[tuple[str, str], float]
@@ -87,6 +93,8 @@ class Judged:
     tables: dict[tuple[tuple[str, str], str], tuple[ppi.HoleTable, Flat]]
     rho: dict[tuple[tuple[str, str], str], float]
     judge: dict
+    oracle: dict[tuple[str, str], float] | None = None
+    rho_oracle: dict[tuple[tuple[str, str], str], float] | None = None
 
 
 def judged(measured, pairs: list[tuple[str, str]], metrics: tuple[str, ...], encoder=None) -> Judged:
@@ -115,16 +123,20 @@ def judged(measured, pairs: list[tuple[str, str]], metrics: tuple[str, ...], enc
     queries = {q.qid: q for q in golden.queries}
     p = Scorer(trained.model, features).score([Pair(queries[q].text, queries[q].project, d) for q, d in keys])
     scores = dict(zip(keys, p.tolist()))
+    chance = CHANCES[measured.collection]() if measured.collection in CHANCES else None
+    oracle = None if chance is None else {k: chance(*k) for k in keys}
     truth = measured.truth_sets()
-    tables, rho = {}, {}
+    tables, rho, rho_oracle = {}, {}, {}
     for pair in pairs:
         for m in filter(ppi.covers, metrics):
             t = ppi.table(m, rows[pair[0]], rows[pair[1]], qids)
             tables[(pair, m)] = (t, Flat.of(t.query, len(qids)))
             rho[(pair, m)] = correlation(t, scores, truth)
+            if oracle is not None:
+                rho_oracle[(pair, m)] = correlation(t, oracle, truth)
     figures = {name: f.value for name, f in trained.agreement.figures.items()}
     judge = {"digest": trained.model.digest(), "pairs": len(trained.data), "frame": len(keys), **figures}
-    return Judged(position, scores, frames, tables, rho, judge)
+    return Judged(position, scores, frames, tables, rho, judge, oracle, rho_oracle if oracle is not None else None)
 
 
 def correlation(t: ppi.HoleTable, scores: dict, truth: dict[str, frozenset[str]]) -> float:
@@ -171,12 +183,14 @@ def resampled_table(sample: Sample, name: str) -> ppi.HoleTable:
 class SampleFrame:
     """The sample's frame (its queries' frame documents, a query drawn twice bringing its
     documents twice): keys by the resample's qids and by the golden qids, weights, the judge's
-    scores; made once per sample, read by the audit of every size."""
+    scores (and the oracle's, where there is one); made once per sample, read by the audit of
+    every size."""
 
     keys: list[tuple[str, str]]
     origins: list[tuple[str, str]]
     weights: np.ndarray
     scores: dict[tuple[str, str], float]
+    oracle: dict[tuple[str, str], float] | None
 
 
 def frame_of_sample(sample: Sample) -> SampleFrame:
@@ -186,7 +200,9 @@ def frame_of_sample(sample: Sample) -> SampleFrame:
     idx, owner = frame.flat.take(picks)
     origins = [frame.keys[j] for j in idx.tolist()]
     keys = [(qids[i], d) for i, (_, d) in zip(owner.tolist(), origins)]
-    return SampleFrame(keys, origins, frame.weights[idx], {k: judge.scores[o] for k, o in zip(keys, origins)})
+    scores = {k: judge.scores[o] for k, o in zip(keys, origins)}
+    oracle = None if judge.oracle is None else {k: judge.oracle[o] for k, o in zip(keys, origins)}
+    return SampleFrame(keys, origins, frame.weights[idx], scores, oracle)
 
 
 def audit_of(sample: Sample, size: int, index: int) -> Drawn:
@@ -201,19 +217,28 @@ def audit_of(sample: Sample, size: int, index: int) -> Drawn:
 
 
 def audited(sample: Sample, index: int, size: int, estimator: str) -> dict[str, Estimate]:
-    """`ppi` or `audit_only` (`estimator`) at audit `size` on one sample, every metric ppi covers."""
+    """`ppi`, `audit_only` or `ppi_oracle` (`estimator`) at audit `size` on one sample, every
+    metric ppi covers; `ppi_oracle` reads the audit `ppi` reads, with the oracle's scores for the
+    judge's (nothing where the collection has no oracle)."""
+    judge = sample.prepared[judged.__name__]
+    if estimator == "ppi_oracle" and judge.oracle is None:
+        return {}
     audit = sample.shared(("audit", size), lambda: audit_of(sample, size, index))
+    data = audit.data
+    if estimator == "ppi_oracle":
+        oracle = sample.shared("frame", lambda: frame_of_sample(sample)).oracle
+        data = ppi.AuditData(data.audit_id, oracle, data.pi, data.labels)
     draw_ = stats.Draw(None, OPTIONS.seed, OPTIONS.bootstrap_kind)
     out = {}
     for name in filter(ppi.covers, sample.metrics):
         t = sample.shared(("table", name), lambda name=name: resampled_table(sample, name))
-        est = ppi.estimate(ppi.parts(t, audit.data, PREDICT[estimator]), OPTIONS.ci, draw_)
+        est = ppi.estimate(ppi.parts(t, data, PREDICT[estimator]), OPTIONS.ci, draw_)
         figures = sample.outcome.metrics.metrics[name].figures
         margin = figures.margin.value if figures.margin is not None else None
         verdict = stats.bounded_verdict(est.interval, est.interval, figures.higher_is_better, margin)
         extra = {"audited": audit.realised, "lam": est.lam}
-        if estimator == "ppi":
-            extra["rho"] = sample.prepared[judged.__name__].rho[(sample.pair, name)]
+        if estimator in BESIDE_AUDIT_ONLY:
+            extra["rho"] = (judge.rho if estimator == "ppi" else judge.rho_oracle)[(sample.pair, name)]
         out[name] = Estimate(est.diff, est.interval.low, est.interval.high, verdict, extra)
     return out
 
@@ -227,12 +252,12 @@ for _size in AUDIT_SIZES:
 
 
 def audit_fields(rows: list[dict]) -> list[dict]:
-    """`width_vs_audit_only` on each `ppi` row (its width over audit_only's in the same cell and
-    audit size); an undefined ρ (NaN: no two holes) written as None."""
+    """`width_vs_audit_only` on each `ppi` and `ppi_oracle` row (its width over audit_only's in
+    the same cell and audit size); an undefined ρ (NaN: no two holes) written as None."""
     cell = ("collection", "depth", "baseline", "candidate", "metric", "audit_size")
     only = {tuple(r[k] for k in cell): r for r in rows if r["estimator"] == "audit_only"}
     for r in rows:
-        if r["estimator"] != "ppi":
+        if r["estimator"] not in BESIDE_AUDIT_ONLY:
             continue
         twin = only.get(tuple(r[k] for k in cell))
         r["width_vs_audit_only"] = r["width"] / twin["width"] if twin and twin["width"] > 0 else None

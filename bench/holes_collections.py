@@ -104,25 +104,31 @@ def helped_probability(doc, topic: int) -> float:
     return BASE_RATE
 
 
-def demo_world(work: Path) -> World:
-    """The demo corpus (generated, seed 7), its 532 distinct tasks with their topic, and one draw
-    per (task, document) at `helped_probability`, seeded `TRUTH_SEED`.
-
-    The tasks and the hidden model come from the generator's own functions, drawn in its own
-    order: `build_world` then `_draw_tasks` on one `random.Random(seed)` are the first draws of
-    `generate` (generator.py line 31, simulate.py line 62), so each task is the demo's (checked
-    against the serve log the generator writes)."""
+def demo_model():
+    """The demo's hidden model (`demo.world.World`) and its distinct tasks as (topic, text),
+    drawn as the generator draws them: `build_world` then `_draw_tasks` on one
+    `random.Random(seed)` are the first draws of `generate` (generator.py line 31, simulate.py
+    line 62)."""
     import random
 
-    from cortex_exp.data.corpus import load_corpus
-    from cortex_exp.demo import DEFAULT_SEED, generate
+    from cortex_exp.demo import DEFAULT_SEED
     from cortex_exp.demo.generator import build_world
     from cortex_exp.demo.simulate import _draw_tasks
 
-    corpus_path, serves_path = generate(work / "demo" / "data", seed=DEFAULT_SEED, now=DEMO_NOW)
     rng = random.Random(DEFAULT_SEED)
     model = build_world(rng)
-    drawn = _draw_tasks(rng, model.topics)
+    return model, _draw_tasks(rng, model.topics)
+
+
+def demo_world(work: Path) -> World:
+    """The demo corpus (generated, seed 7), its 532 distinct tasks with their topic, and one draw
+    per (task, document) at `helped_probability`, seeded `TRUTH_SEED` (the tasks are the demo's:
+    checked against the serve log the generator writes)."""
+    from cortex_exp.data.corpus import load_corpus
+    from cortex_exp.demo import DEFAULT_SEED, generate
+
+    corpus_path, serves_path = generate(work / "demo" / "data", seed=DEFAULT_SEED, now=DEMO_NOW)
+    model, drawn = demo_model()
     tasks = [Task(model.topics[tix].project.name, text) for tix, text in drawn]
     logged = {(s["project"], s["task"]) for s in map(json.loads, serves_path.read_text().splitlines())}
     missing = [t for t in tasks if (t.project, t.text) not in logged]
@@ -138,6 +144,17 @@ def demo_world(work: Path) -> World:
     digest = hashlib.sha256(f"demo:{DEFAULT_SEED}:{TRUTH_SEED}:{BASE_RATE}".encode())
     digest.update(sha256_files(corpus_path, serves_path).encode())
     return World("demo", corpus_path, tuple(tasks), positives, digest.hexdigest())
+
+
+def demo_chance() -> Callable[[str, str], float]:
+    """P(positive) of (golden qid, document) in the demo world: the probability its one draw was
+    made at (`helped_probability` of the task's topic). No judge can know more of a label than
+    this; bench/holes_audit.py's `ppi_oracle` rows use it as ĝ (a diagnostic, not a judge)."""
+    from cortex_exp.golden.filters import normalize_task, query_id
+
+    model, drawn = demo_model()
+    topic = {query_id(model.topics[tix].project.name, normalize_task(text)): tix for tix, text in drawn}
+    return lambda qid, doc: helped_probability(model.docs[doc], topic[qid])
 
 
 # --- BEIR SciFact -----------------------------------------------------------------------------
@@ -164,6 +181,9 @@ def scifact_world(work: Path, beir_dir: Path = SCIFACT) -> World:
 
 
 WORLDS: dict[str, Callable[[Path], World]] = {"demo": demo_world, "scifact": scifact_world}
+# The collections whose truth was drawn at known probabilities: each one's `chance()` gives them
+# by (golden qid, document). SciFact's truth is its qrels, a chance of 0 or 1: the truth itself.
+CHANCES: dict[str, Callable[[], Callable[[str, str], float]]] = {"demo": demo_chance}
 
 
 # --- serving, the golden set, the runs --------------------------------------------------------

@@ -267,3 +267,80 @@ def test_the_demo_worlds_helped_probability_is_the_demo_verdict_process(bench):
         freq = sum(_verdict(rng, d, topic) == "helped" for _ in range(n)) / n
         p = collections.helped_probability(d, topic)
         assert abs(freq - p) <= 5 * (p * (1 - p) / n) ** 0.5, (d.id, freq, p)
+
+
+def test_the_oracle_rows_are_ppi_on_the_same_audit_with_the_chances_as_judge(bench, measured):
+    """`ppi_oracle` gives no row where the collection has no oracle; given one, each estimate is
+    compare's `--holes ppi` estimator on the audit `ppi` draws (π from the judge's scores) with
+    the oracle's probabilities as ĝ — a bench that drew the oracle's own audit, or kept the
+    judge's scores, fails here."""
+    import dataclasses
+
+    from support.fake_encoder import FakeEncoder
+
+    from cortex_exp.compare import ppi, stats
+
+    holes, _, estimators = bench
+    import holes_audit
+
+    _, m, _ = measured
+    pair = ("bm25_v1", "unserved_first")
+    judged = holes_audit.judged(m, [pair], METRICS, encoder=FakeEncoder(keywords=TOPICS))
+    assert judged.oracle is None  # the toy world has no chances registered
+    chosen = {
+        k: holes.ESTIMATORS[k] for k in ("ppi audit_size=50", "audit_only audit_size=50", "ppi_oracle audit_size=50")
+    }
+    rows = holes.simulate(m, [pair], METRICS, 2, seed=5, estimators=chosen, prepared={"judged": judged})
+    assert {r["estimator"] for r in rows} == {"ppi", "audit_only"}
+
+    chance = lambda q, d: 0.9 if d in m.truth[q] else 0.02  # noqa: E731 (an oracle sharper than the judge)
+    oracle = {k: chance(*k) for k in judged.scores}
+    rho = {key: holes_audit.correlation(t, oracle, m.truth_sets()) for key, (t, _) in judged.tables.items()}
+    with_oracle = dataclasses.replace(judged, oracle=oracle, rho_oracle=rho)
+    seen: dict = {}
+
+    def recorded(e):
+        def fn(sample, index):
+            seen[(e.name, index)] = out = e.fn(sample, index)
+            return out
+
+        return estimators.Estimator(e.name, fn, e.fields, e.prepare)
+
+    chosen = {k: recorded(e) for k, e in chosen.items()}
+    rows = holes.simulate(m, [pair], METRICS, 2, seed=5, estimators=chosen, prepared={"judged": with_oracle})
+    by = {(r["estimator"], r["metric"]): r for r in rows}
+    picks = estimators.draw(len(m.truth), 5, 0)
+    judge = lambda q, d: judged.scores[(q, d)]  # noqa: E731
+    rows_a, rows_b, qids, audit = hand_audit(m, pair, picks, 50, 0, chance, judge)
+    for name in METRICS:
+        hand = ppi.estimate(
+            ppi.parts(ppi.table(name, rows_a, rows_b, qids), audit, "judge"), "t", stats.Draw(None, 0, "")
+        )
+        got = seen[("ppi_oracle", 0)][name]
+        assert got.value == pytest.approx(hand.diff, abs=1e-12) and got.low == pytest.approx(hand.interval.low)
+        assert got.extra["audited"] == seen[("ppi", 0)][name].extra["audited"]  # the same audit
+        assert got.value != pytest.approx(seen[("ppi", 0)][name].value, abs=1e-9)  # not the judge's ĝ
+        r = by[("ppi_oracle", name)]
+        assert r["width_vs_audit_only"] == pytest.approx(r["width"] / by[("audit_only", name)]["width"])
+        assert r["rho"] == pytest.approx(rho[(pair, name)]) and r["rho"] > by[("ppi", name)]["rho"]
+
+
+def test_the_demo_chances_are_the_probabilities_its_truth_was_drawn_at(bench, tmp_path):
+    """`demo_chance`, keyed by the golden qid, redraws the demo world's truth exactly (the same
+    seed, documents and task order): a chance keyed to the wrong task's topic draws other positives."""
+    import numpy as np
+
+    from cortex_exp.data.corpus import load_corpus
+    from cortex_exp.golden.filters import normalize_task, query_id
+
+    _, collections, _ = bench
+    world = collections.demo_world(tmp_path)
+    chance = collections.CHANCES["demo"]()
+    corpus = load_corpus(world.corpus)
+    docs = [d for d in corpus.ids if d not in corpus.always_served]
+    qids = [query_id(t.project, normalize_task(t.text)) for t in world.tasks]
+    p = np.array([[chance(q, d) for d in docs] for q in qids])
+    assert set(np.unique(p)) - {collections.BASE_RATE} and (p == collections.BASE_RATE).mean() > 0.9
+    drawn = np.random.default_rng(collections.TRUTH_SEED).random(p.shape) < p
+    for i, t in enumerate(world.tasks):
+        assert frozenset(np.asarray(docs)[drawn[i]].tolist()) == world.positives[t], t
