@@ -24,7 +24,7 @@ def bm25s_arrays(docs: list[list[int]], n_vocab: int, method: str, k1: float, b:
     return model.build_index_from_ids(list(range(n_vocab)), docs, show_progress=False)
 
 
-def chunked_arrays(docs: list[list[int]], n_vocab: int, method: str, k1: float, b: float, size: int) -> dict:
+def chunked_matrix(docs: list[list[int]], n_vocab: int, method: str, k1: float, b: float, size: int):
     matrix = Bm25Matrix(k1, b, method)
     for start in range(0, len(docs), size):
         part = docs[start : start + size]
@@ -33,6 +33,10 @@ def chunked_arrays(docs: list[list[int]], n_vocab: int, method: str, k1: float, 
         order = np.random.default_rng(start).permutation(len(tokens))  # tokens in any order
         matrix.add(np.array(doc_of, dtype=np.int64)[order], tokens[order], len(part))
     return matrix.scores(n_vocab)
+
+
+def chunked_arrays(docs: list[list[int]], n_vocab: int, method: str, k1: float, b: float, size: int) -> dict:
+    return chunked_matrix(docs, n_vocab, method, k1, b, size).as_bm25s()
 
 
 def random_docs(seed: int, n: int, n_vocab: int) -> list[list[int]]:
@@ -44,9 +48,13 @@ def random_docs(seed: int, n: int, n_vocab: int) -> list[list[int]]:
 
 @pytest.mark.parametrize("method", ["lucene", "robertson", "atire"])
 @pytest.mark.parametrize("k1, b", [(1.2, 0.75), (0.9, 0.4), (2, 1)])
-def test_the_chunked_matrix_is_bm25s_bit_for_bit(method, k1, b, monkeypatch):
+@pytest.mark.parametrize("block_bits", [16, 6, 0])
+def test_the_chunked_matrix_is_bm25s_bit_for_bit(method, k1, b, block_bits, monkeypatch):
+    """Also with blocks of 64 documents and of one (600 documents: 10 and 600 blocks; the
+    packaged blocks of 65,536 hold them all)."""
     docs, n_vocab = random_docs(7, 600, 300), 300
     expected = bm25s_arrays(docs, n_vocab, method, k1, b)
+    monkeypatch.setattr(bm25_matrix, "BLOCK_BITS", block_bits)
     for size, pairs in ((1, 1 << 18), (37, 1 << 18), (600, 1 << 18), (600, 50), (37, 1)):
         # a chunk per document, uneven chunks, one chunk; chunks scored in slices of 50 pairs,
         # of one document each (a document of more pairs is a slice of its own)
@@ -78,15 +86,19 @@ def test_the_formulas_are_bm25s_own_bit_for_bit(method):
 
 
 @pytest.mark.parametrize("method", ["lucene", "robertson", "atire"])
-def test_a_querys_scores_are_bm25s_get_scores_bit_for_bit(method):
+@pytest.mark.parametrize("block_bits", [16, 7])
+def test_a_querys_scores_are_bm25s_get_scores_bit_for_bit(method, block_bits, monkeypatch):
     docs, n_vocab = random_docs(11, 900, 250), 250
+    monkeypatch.setattr(bm25_matrix, "BLOCK_BITS", block_bits)
+    matrix = chunked_matrix(docs, n_vocab, method, 1.2, 0.75, 100)
+    assert len(matrix.seg_block) > n_vocab or block_bits == 16  # columns over several blocks
     model = bm25s.BM25(k1=1.2, b=0.75, method=method)
-    model.scores = chunked_arrays(docs, n_vocab, method, 1.2, 0.75, 100)
+    model.scores = matrix.as_bm25s()
     model.nonoccurrence_array = None  # lucene, robertson and atire have none
     rng = np.random.default_rng(2)
     queries = [[0], [3, 3], [249], rng.integers(0, n_vocab, 6).tolist(), list(range(40)), []]
     for terms in queries:
-        ours = bm25_matrix.query_scores(model.scores, terms)
+        ours = bm25_matrix.query_scores(matrix, terms)
         theirs = model.get_scores_from_ids(terms) if terms else np.zeros(900, dtype=np.float32)
         assert ours.dtype == np.float32 and np.array_equal(ours.view(np.uint32), theirs.view(np.uint32)), terms
 
@@ -131,8 +143,8 @@ def test_bm25_v2_ranks_exactly_as_bm25s_indexing_the_same_tokens(spec, chunk, mo
     expected, vocab, arrays = reference_rankings(corpus, queries, 20, spec)
     assert list(index.vocab.items()) == list(vocab.items())  # the same ids, in the same order
     for name in ("data", "indices", "indptr"):
-        assert index.matrix[name].dtype == arrays[name].dtype
-        assert np.array_equal(index.matrix[name], arrays[name]), name
+        assert index.matrix.as_bm25s()[name].dtype == arrays[name].dtype
+        assert np.array_equal(index.matrix.as_bm25s()[name], arrays[name]), name
     assert [list(zip(r.doc_ids, r.scores)) for r in index.search(queries, 20)] == expected
 
 
@@ -307,13 +319,13 @@ def test_the_index_built_on_two_workers_is_the_one_built_on_one_array_for_array(
         built[workers] = Bm25V2().index(corpus)
     one, two = built[1], built[2]
     assert list(two.vocab.items()) == list(one.vocab.items())
-    assert two.matrix["num_docs"] == one.matrix["num_docs"] == 500
-    for name in ("data", "indices", "indptr"):
-        assert two.matrix[name].dtype == one.matrix[name].dtype
-        assert np.array_equal(two.matrix[name].view(np.uint8), one.matrix[name].view(np.uint8)), name
+    assert two.matrix.num_docs == one.matrix.num_docs == 500
+    for name in ("data", "low", "indptr", "seg_ptr", "seg_block", "seg_count"):
+        a, b = getattr(two.matrix, name), getattr(one.matrix, name)
+        assert a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8)), name
     queries = ["invoice retry", "w7 w300", "getUserById", "nothing", "cache the x9", "w1 w2 w3", "db pool"]
     expected, vocab, arrays = reference_rankings(corpus, queries, 20, Bm25V2())
     assert list(two.vocab.items()) == list(vocab.items())
-    assert all(np.array_equal(two.matrix[n], arrays[n]) for n in ("data", "indices", "indptr"))
+    assert all(np.array_equal(two.matrix.as_bm25s()[n], arrays[n]) for n in ("data", "indices", "indptr"))
     monkeypatch.setattr(bm25_v2, "THREADED_FROM", 0)  # the queries ranked in parts, on two threads
     assert [list(zip(r.doc_ids, r.scores)) for r in two.search(queries, 20)] == expected
