@@ -55,11 +55,13 @@ def start_service(work: Path, env: dict) -> tuple[subprocess.Popen, str]:
         stderr=subprocess.PIPE,
         text=True,
     )
-    line = proc.stderr.readline()
-    if not line.startswith("listening on "):
-        proc.kill()
-        sys.exit(f"the reference service did not start: {line}")
-    return proc, line.split()[-1]
+    before = []  # what it says before it listens (its indexes' logs), shown if it never does
+    for line in proc.stderr:
+        if line.startswith("listening on "):
+            return proc, line.split()[-1]
+        before.append(line)
+    proc.kill()
+    sys.exit(f"the reference service did not start (exit {proc.wait()}):\n{''.join(before)[-2000:]}")
 
 
 def logged(work: Path, run_id: str) -> dict:

@@ -270,7 +270,7 @@ class _Segments:
 
 
 def _slices(
-    per_doc: np.ndarray, most: int, first_doc: int = 0, block: int = 1 << 62
+    per_doc: np.ndarray, most: int, first_doc: int, block: int
 ) -> list[tuple[int, int, int, int]]:
     """(first document, end document, first pair, end pair) of consecutive slices of a chunk's
     documents (`per_doc`: each one's pairs; the chunk's first document `first_doc`), each of at
