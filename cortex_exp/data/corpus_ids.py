@@ -86,6 +86,13 @@ class IdColumn(Sequence):
         at = [s - first for s in self._starts[start : stop + 1]]
         return [text[at[k] : at[k + 1]] for k in range(stop - start)]
 
+    def at(self, rows: Iterable[int]) -> list[str]:
+        """The ids at these rows (each in 0..n-1), in their order: a ranking's candidates, each
+        decoded once, without `__getitem__`'s checks (a query's top k, ranked a few thousand
+        times a second)."""
+        data, starts = self._bytes, self._starts
+        return [str(data[starts[r] : starts[r + 1]], "utf-8", "surrogatepass") for r in rows]
+
     def taken(self, rows: Iterable[int]) -> Iterator[str]:
         """The ids at these rows, in their order (a million, sorted, for the fingerprint's record:
         sliced from their bytes decoded once when they are ASCII, as most are)."""

@@ -269,9 +269,7 @@ class _Segments:
         return seg_ptr, seg_block, seg_count
 
 
-def _slices(
-    per_doc: np.ndarray, most: int, first_doc: int, block: int
-) -> list[tuple[int, int, int, int]]:
+def _slices(per_doc: np.ndarray, most: int, first_doc: int, block: int) -> list[tuple[int, int, int, int]]:
     """(first document, end document, first pair, end pair) of consecutive slices of a chunk's
     documents (`per_doc`: each one's pairs; the chunk's first document `first_doc`), each of at
     most `most` pairs, or one document, and none across a multiple of `block` documents."""
@@ -315,10 +313,12 @@ def query_scores(matrix: ScoreMatrix, term_ids: Sequence[int]) -> np.ndarray:
     data, low, bits = matrix.data, matrix.low, matrix.block_bits
     out = np.zeros(matrix.num_docs, dtype=np.float32)
     for term in term_ids:
-        first, last, start = int(matrix.seg_ptr[term]), int(matrix.seg_ptr[term + 1]), int(matrix.indptr[term])
+        first, last = matrix.seg_ptr[term : term + 2].tolist()
+        start = int(matrix.indptr[term])
         for block, n in zip(matrix.seg_block[first:last].tolist(), matrix.seg_count[first:last].tolist()):
-            np.add.at(out[block << bits : (block + 1) << bits], low[start : start + n], data[start : start + n])
-            start += n
+            end = start + n  # the offsets as intp: np.add.at casts a uint16 index more slowly than astype
+            np.add.at(out[block << bits : (block + 1) << bits], low[start:end].astype(np.intp), data[start:end])
+            start = end
     return out
 
 
