@@ -162,3 +162,8 @@ class IdColumn(Sequence):
             terms = np.append(values * powers[place], np.uint64(0))  # a last 0: an empty id's start is valid
             out[s:e] = np.where(lengths > 0, np.add.reduceat(terms, starts), np.uint64(0))
         return out
+
+
+def ids_at(ids: Sequence[str], rows: list[int]) -> list[str]:
+    """The ids at these rows of a corpus's ids (an `IdColumn`, or a list): each decoded once."""
+    return ids.at(rows) if isinstance(ids, IdColumn) else [ids[r] for r in rows]

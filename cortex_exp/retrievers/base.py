@@ -40,7 +40,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 
 from cortex_exp.data.corpus import Corpus
-from cortex_exp.data.corpus_ids import IdColumn
+from cortex_exp.data.corpus_ids import ids_at
 from cortex_exp.errors import ComponentError
 
 # dataclass field metadata of a retriever parameter that changes how it runs, never what it
@@ -82,7 +82,7 @@ def ranking_from_scores(doc_ids: Sequence[str], scores: np.ndarray, k: int, *, p
         keep = values >= np.partition(values, len(idx) - k)[len(idx) - k]
         idx, values = idx[keep], values[keep]
     rows, floats = idx.tolist(), values.astype(np.float64).tolist()
-    ids = doc_ids.at(rows) if isinstance(doc_ids, IdColumn) else [doc_ids[r] for r in rows]  # each decoded once
+    ids = ids_at(doc_ids, rows)  # each decoded once
     order = sorted(range(len(rows)), key=lambda j: (-floats[j], ids[j]))[:k]
     return Ranking(tuple(ids[j] for j in order), tuple(floats[j] for j in order))
 

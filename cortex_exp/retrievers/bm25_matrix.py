@@ -314,7 +314,11 @@ def query_scores(matrix: ScoreMatrix, term_ids: Sequence[int]) -> np.ndarray:
     out = np.zeros(matrix.num_docs, dtype=np.float32)
     for term in term_ids:
         first, last = matrix.seg_ptr[term : term + 2].tolist()
-        start = int(matrix.indptr[term])
+        start, end = matrix.indptr[term : term + 2].tolist()
+        if last - first == 1:  # one block (every column, under 65,537 documents)
+            block = int(matrix.seg_block[first])
+            np.add.at(out[block << bits : (block + 1) << bits], low[start:end].astype(np.intp), data[start:end])
+            continue
         for block, n in zip(matrix.seg_block[first:last].tolist(), matrix.seg_count[first:last].tolist()):
             end = start + n  # the offsets as intp: np.add.at casts a uint16 index more slowly than astype
             np.add.at(out[block << bits : (block + 1) << bits], low[start:end].astype(np.intp), data[start:end])

@@ -30,6 +30,7 @@ from typing import ClassVar
 import numpy as np
 
 from cortex_exp.data.corpus import Corpus
+from cortex_exp.data.corpus_ids import ids_at
 from cortex_exp.errors import ComponentError
 from cortex_exp.retrievers.base import (
     EMPTY,
@@ -302,7 +303,8 @@ class DenseIndex(Index):
                 all_scores = self.vectors.stored() @ vectors[q]
                 out.append(ranking_from_scores(self.ids, all_scores, k, positive_only=False))
             else:
-                found = {self.ids[i]: float(x) for i, x in zip(rows[q][:k].tolist(), scores[q][:k]) if i >= 0}
+                kept = [(i, float(x)) for i, x in zip(rows[q][:k].tolist(), scores[q][:k]) if i >= 0]
+                found = dict(zip(ids_at(self.ids, [i for i, _ in kept]), [x for _, x in kept]))
                 out.append(sort_pairs(found, k))
         return out
 
