@@ -14,18 +14,21 @@ in-process run. Writes bench/results/service_speed.json.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 TARGET = 1.5
+START_S = 300  # the reference service's start (index, encoder) at most this long
 FIGURES = ("latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "throughput_qps")
 
 
@@ -55,13 +58,19 @@ def start_service(work: Path, env: dict) -> tuple[subprocess.Popen, str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+    timer = threading.Timer(START_S, proc.kill)  # a service that never listens is stopped
+    timer.start()
     before = []  # what it says before it listens (its indexes' logs), shown if it never does
     for line in proc.stderr:
         if line.startswith("listening on "):
+            timer.cancel()
+            # the rest drained on a thread: a late warning never fills the pipe and blocks it
+            threading.Thread(target=collections.deque(maxlen=100).extend, args=(proc.stderr,), daemon=True).start()
             return proc, line.split()[-1]
         before.append(line)
+    timer.cancel()
     proc.kill()
-    sys.exit(f"the reference service did not start (exit {proc.wait()}):\n{''.join(before)[-2000:]}")
+    sys.exit(f"the reference service did not start within {START_S} s (exit {proc.wait()}):\n{''.join(before)[-2000:]}")
 
 
 def logged(work: Path, run_id: str) -> dict:

@@ -92,24 +92,30 @@ class IdColumn(Sequence):
         `__getitem__`'s checks (a query's top k, ranked thousands of times a second). When every
         id is ASCII, as most are, the column's bytes are decoded once into one string (its
         size in bytes: 8 MB for a million ids of 8 characters) and each id is sliced from it."""
-        starts = self._starts
-        if self._text is None:  # every id's bytes decoded once, kept as one string when they are ASCII
-            raw = self._bytes.tobytes()
-            self._text = raw.decode("ascii") if raw.isascii() else False
-        if self._text is False:
+        rows = list(rows)
+        if rows and min(rows) < 0:
+            raise IndexError(f"row {min(rows)}: rows count from 0")
+        starts, text = self._starts, self._ascii()
+        if text is None:
             data = self._bytes
             return [str(data[starts[r] : starts[r + 1]], "utf-8", "surrogatepass") for r in rows]
-        text = self._text
         return [text[starts[r] : starts[r + 1]] for r in rows]
+
+    def _ascii(self) -> str | None:
+        """Every id's bytes as one string, decoded once and kept, when they are ASCII; else None.
+        (Two threads asking at once may both decode it; either keeps the same string.)"""
+        if self._text is None:
+            raw = self._bytes.tobytes()
+            self._text = raw.decode("ascii") if raw.isascii() else False
+        return self._text if isinstance(self._text, str) else None
 
     def taken(self, rows: Iterable[int]) -> Iterator[str]:
         """The ids at these rows, in their order (a million, sorted, for the fingerprint's record:
         sliced from their bytes decoded once when they are ASCII, as most are)."""
-        raw, starts = self._bytes.tobytes(), self._starts
-        if not raw.isascii():
+        starts, text = self._starts, self._ascii()
+        if text is None:
             yield from map(self._id, rows)
             return
-        text = raw.decode("ascii")
         for r in rows:
             yield text[starts[r] : starts[r + 1]]
 
@@ -174,5 +180,5 @@ class IdColumn(Sequence):
 
 
 def ids_at(ids: Sequence[str], rows: list[int]) -> list[str]:
-    """The ids at these rows of a corpus's ids (an `IdColumn`, or a list): each decoded once."""
+    """The ids at these rows (each in 0..n-1) of a corpus's ids (an `IdColumn`, or a list)."""
     return ids.at(rows) if isinstance(ids, IdColumn) else [ids[r] for r in rows]

@@ -109,7 +109,7 @@ class _Spilled:
 
 
 class Bm25Matrix:
-    """Accumulates chunks of documents, then gives bm25s's `scores` dict. A chunk's pairs wait
+    """Accumulates chunks of documents, then gives bm25s's matrix (`ScoreMatrix`). A chunk's pairs wait
     in a temporary file (`tempfile`, deleted when closed), not in memory: the matrix is filled
     from them chunk by chunk, so the matrix is never held beside all the pairs (at a million
     documents, ~0.6 GB of pairs beside the ~0.8 GB matrix)."""
@@ -312,17 +312,28 @@ def query_scores(matrix: ScoreMatrix, term_ids: Sequence[int]) -> np.ndarray:
     order."""
     data, low, bits = matrix.data, matrix.low, matrix.block_bits
     out = np.zeros(matrix.num_docs, dtype=np.float32)
-    for term in term_ids:
-        first, last = matrix.seg_ptr[term : term + 2].tolist()
-        start, end = matrix.indptr[term : term + 2].tolist()
-        if last - first == 1:  # one block (every column, under 65,537 documents)
-            block = int(matrix.seg_block[first])
-            np.add.at(out[block << bits : (block + 1) << bits], low[start:end].astype(np.intp), data[start:end])
+    for block, start, end in _segments(matrix, term_ids):
+        # the offsets as intp: np.add.at casts a uint16 index more slowly than astype does
+        np.add.at(out[block << bits : (block + 1) << bits], low[start:end].astype(np.intp), data[start:end])
+    return out
+
+
+def _segments(matrix: ScoreMatrix, term_ids: Sequence[int]) -> list[tuple[int, int, int]]:
+    """(block, first posting, end) of each segment of the terms' columns, term after term, block
+    after block; the query's bounds read from the arrays at once (a column of one segment, as
+    every column is under 65,537 documents, needs nothing more)."""
+    terms = np.asarray(term_ids, dtype=np.int64)
+    firsts, lasts = matrix.seg_ptr[terms].tolist(), matrix.seg_ptr[terms + 1].tolist()
+    starts, stops = matrix.indptr[terms].tolist(), matrix.indptr[terms + 1].tolist()
+    singles = matrix.seg_block[[f for f, last in zip(firsts, lasts) if last - f == 1]].tolist()
+    out, single = [], iter(singles)
+    for first, last, start, stop in zip(firsts, lasts, starts, stops):
+        if last - first == 1:
+            out.append((next(single), start, stop))
             continue
         for block, n in zip(matrix.seg_block[first:last].tolist(), matrix.seg_count[first:last].tolist()):
-            end = start + n  # the offsets as intp: np.add.at casts a uint16 index more slowly than astype
-            np.add.at(out[block << bits : (block + 1) << bits], low[start:end].astype(np.intp), data[start:end])
-            start = end
+            out.append((block, start, start + n))
+            start += n
     return out
 
 

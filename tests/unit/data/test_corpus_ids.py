@@ -25,6 +25,8 @@ def assert_as_list(column: IdColumn, ids: list[str]) -> None:
     backwards = list(range(len(ids)))[::-1]
     assert list(column.taken(backwards)) == [ids[r] for r in backwards] and list(column.taken([])) == []
     assert column.at(backwards + [0, 0]) == [ids[r] for r in backwards + [0, 0]] and column.at([]) == []
+    with pytest.raises(IndexError):
+        column.at([0, -1])
     assert all(column.row(doc_id) == row and doc_id in column for doc_id, row in rows.items())
     assert all(column.row(doc_id) is None and doc_id not in column for doc_id in ABSENT if doc_id not in rows)
     assert column.row(1) is None and None not in column

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.tiny import TINY_DOCS
 
+from cortex_exp import parallel
 from cortex_exp.data.corpus import Corpus, Document
 from cortex_exp.retrievers import bm25_matrix, bm25_v2
 from cortex_exp.retrievers.bm25_matrix import Bm25Matrix
@@ -55,6 +56,7 @@ def test_the_chunked_matrix_is_bm25s_bit_for_bit(method, k1, b, block_bits, monk
     docs, n_vocab = random_docs(7, 600, 300), 300
     expected = bm25s_arrays(docs, n_vocab, method, k1, b)
     monkeypatch.setattr(bm25_matrix, "BLOCK_BITS", block_bits)
+    monkeypatch.setattr(parallel, "_cap", 2)  # slices scored on two threads, whatever the machine
     for size, pairs in ((1, 1 << 18), (37, 1 << 18), (600, 1 << 18), (600, 50), (37, 1)):
         # a chunk per document, uneven chunks, one chunk; chunks scored in slices of 50 pairs,
         # of one document each (a document of more pairs is a slice of its own)
@@ -298,7 +300,6 @@ def test_a_short_piece_is_found_by_its_own_bytes_only():
 
 @pytest.mark.parametrize("chunk", [5, 64])
 def test_the_index_built_on_two_workers_is_the_one_built_on_one_array_for_array(chunk, tmp_path, monkeypatch):
-    from cortex_exp import parallel
     from cortex_exp.data.corpus import load_corpus, write_corpus
 
     monkeypatch.setattr(bm25_v2, "CHUNK", chunk)
