@@ -323,8 +323,10 @@ def _segments(matrix: ScoreMatrix, term_ids: Sequence[int]) -> list[tuple[int, i
     after block; the query's bounds read from the arrays at once (a column of one segment, as
     every column is under 65,537 documents, needs nothing more)."""
     terms = np.asarray(term_ids, dtype=np.int64)
-    firsts, lasts = matrix.seg_ptr[terms].tolist(), matrix.seg_ptr[terms + 1].tolist()
     starts, stops = matrix.indptr[terms].tolist(), matrix.indptr[terms + 1].tolist()
+    if matrix.num_docs <= 1 << matrix.block_bits:  # one block: every column is one segment, or none
+        return [(0, start, stop) for start, stop in zip(starts, stops)]
+    firsts, lasts = matrix.seg_ptr[terms].tolist(), matrix.seg_ptr[terms + 1].tolist()
     singles = matrix.seg_block[[f for f, last in zip(firsts, lasts) if last - f == 1]].tolist()
     out, single = [], iter(singles)
     for first, last, start, stop in zip(firsts, lasts, starts, stops):
