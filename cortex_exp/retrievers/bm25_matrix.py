@@ -320,19 +320,15 @@ def query_scores(matrix: ScoreMatrix, term_ids: Sequence[int]) -> np.ndarray:
 
 def _segments(matrix: ScoreMatrix, term_ids: Sequence[int]) -> list[tuple[int, int, int]]:
     """(block, first posting, end) of each segment of the terms' columns, term after term, block
-    after block; the query's bounds read from the arrays at once (a column of one segment, as
-    every column is under 65,537 documents, needs nothing more)."""
+    after block, the query's bounds read from the arrays at once; a corpus of one block (up to
+    65,536 documents) needs only its columns' bounds."""
     terms = np.asarray(term_ids, dtype=np.int64)
-    starts, stops = matrix.indptr[terms].tolist(), matrix.indptr[terms + 1].tolist()
+    starts = matrix.indptr[terms].tolist()
     if matrix.num_docs <= 1 << matrix.block_bits:  # one block: every column is one segment, or none
-        return [(0, start, stop) for start, stop in zip(starts, stops)]
+        return [(0, start, stop) for start, stop in zip(starts, matrix.indptr[terms + 1].tolist())]
     firsts, lasts = matrix.seg_ptr[terms].tolist(), matrix.seg_ptr[terms + 1].tolist()
-    singles = matrix.seg_block[[f for f, last in zip(firsts, lasts) if last - f == 1]].tolist()
-    out, single = [], iter(singles)
-    for first, last, start, stop in zip(firsts, lasts, starts, stops):
-        if last - first == 1:
-            out.append((next(single), start, stop))
-            continue
+    out = []
+    for first, last, start in zip(firsts, lasts, starts):
         for block, n in zip(matrix.seg_block[first:last].tolist(), matrix.seg_count[first:last].tolist()):
             out.append((block, start, start + n))
             start += n
