@@ -41,7 +41,8 @@ class IdColumn(Sequence):
     def __init__(self, blob: np.ndarray, at: np.ndarray):
         self._blob, self._at = blob, at
         self._bytes = memoryview(blob).cast("B")
-        self._starts = memoryview(np.ascontiguousarray(at, np.int64)).cast("B").cast("q")
+        self._at_array = np.ascontiguousarray(at, np.int64)  # `at`'s: where the rows asked for start and end, at once
+        self._starts = memoryview(self._at_array).cast("B").cast("q")
         self._index: tuple[Sequence[int], np.ndarray, list[int]] | None = None
         self._text: str | bool | None = None  # `at`'s: the ids' bytes as one string (False: not ASCII)
 
@@ -87,19 +88,27 @@ class IdColumn(Sequence):
         at = [s - first for s in self._starts[start : stop + 1]]
         return [text[at[k] : at[k + 1]] for k in range(stop - start)]
 
-    def at(self, rows: Iterable[int]) -> list[str]:
+    def at(self, rows: np.ndarray | Sequence[int]) -> list[str]:
         """The ids at these rows (each in 0..n-1), in their order: a ranking's candidates, without
-        `__getitem__`'s checks (a query's top k, ranked thousands of times a second). When every
-        id is ASCII, as most are, the column's bytes are decoded once into one string (its
-        size in bytes: 8 MB for a million ids of 8 characters) and each id is sliced from it."""
-        rows = list(rows)
-        if rows and min(rows) < 0:
-            raise IndexError(f"row {min(rows)}: rows count from 0")
-        starts, text = self._starts, self._ascii()
+        `__getitem__`'s checks (a query's top k, ranked thousands of times a second). Rows as an
+        array (a ranking's candidates) have where each starts and ends read all at once; a short
+        list (the dense side's top k), one by one, cheaper than making it an array. When every id
+        is ASCII, as most are, the column's bytes are decoded once into one string (its size in
+        bytes: 8 MB for a million ids of 8 characters) and each id is sliced from it."""
+        text, data = self._ascii(), self._bytes
+        if not isinstance(rows, np.ndarray):
+            rows, starts = list(rows), self._starts
+            if rows and min(rows) < 0:
+                raise IndexError(f"row {min(rows)}: rows count from 0")
+            if text is None:
+                return [str(data[starts[r] : starts[r + 1]], "utf-8", "surrogatepass") for r in rows]
+            return [text[starts[r] : starts[r + 1]] for r in rows]
+        if rows.size and rows.min() < 0:
+            raise IndexError(f"row {rows.min()}: rows count from 0")
+        begins, ends = self._at_array[rows].tolist(), self._at_array[rows + 1].tolist()
         if text is None:
-            data = self._bytes
-            return [str(data[starts[r] : starts[r + 1]], "utf-8", "surrogatepass") for r in rows]
-        return [text[starts[r] : starts[r + 1]] for r in rows]
+            return [str(data[b:e], "utf-8", "surrogatepass") for b, e in zip(begins, ends)]
+        return [text[b:e] for b, e in zip(begins, ends)]
 
     def _ascii(self) -> str | None:
         """Every id's bytes as one string, decoded once and kept, when they are ASCII; else None.
@@ -179,6 +188,8 @@ class IdColumn(Sequence):
         return out
 
 
-def ids_at(ids: Sequence[str], rows: list[int]) -> list[str]:
+def ids_at(ids: Sequence[str], rows: np.ndarray | Sequence[int]) -> list[str]:
     """The ids at these rows (each in 0..n-1) of a corpus's ids (an `IdColumn`, or a list)."""
-    return ids.at(rows) if isinstance(ids, IdColumn) else [ids[r] for r in rows]
+    if isinstance(ids, IdColumn):
+        return ids.at(rows)
+    return [ids[r] for r in (rows.tolist() if isinstance(rows, np.ndarray) else rows)]

@@ -71,9 +71,10 @@ def ranking_from_scores(doc_ids: Sequence[str], scores: np.ndarray, k: int, *, p
     scores = np.asarray(scores)
     if scores.dtype != np.float32:
         scores = scores.astype(np.float64, copy=False)
-    idx = _dense_candidates(scores, k) if positive_only else None
+    positive = scores > 0 if positive_only else None
+    idx = _dense_candidates(scores, positive, k) if positive is not None else None
     if idx is None:
-        idx = np.flatnonzero(scores > 0) if positive_only else np.arange(len(scores))
+        idx = np.flatnonzero(positive) if positive is not None else np.arange(len(scores))
     if len(idx) == 0:
         return EMPTY
     values = scores[idx]
@@ -81,20 +82,22 @@ def ranking_from_scores(doc_ids: Sequence[str], scores: np.ndarray, k: int, *, p
     if len(idx) > k:
         keep = values >= np.partition(values, len(idx) - k)[len(idx) - k]
         idx, values = idx[keep], values[keep]
-    rows, floats = idx.tolist(), values.astype(np.float64).tolist()
-    ids = ids_at(doc_ids, rows)  # each decoded once
-    order = sorted(range(len(rows)), key=lambda j: (-floats[j], ids[j]))[:k]
-    return Ranking(tuple(ids[j] for j in order), tuple(floats[j] for j in order))
+    floats = values.astype(np.float64)
+    # (-score, id, score) tuples, sorted as they are (no key function called per candidate): an
+    # id is unique, so the third item is never compared; the score is kept as it was (-(-0.0) is 0.0)
+    top = sorted(zip((-floats).tolist(), ids_at(doc_ids, idx), floats.tolist()))[:k]
+    return Ranking(tuple(t[1] for t in top), tuple(t[2] for t in top))
 
 
-def _dense_candidates(scores: np.ndarray, k: int) -> np.ndarray | None:
+def _dense_candidates(scores: np.ndarray, positive: np.ndarray, k: int) -> np.ndarray | None:
     """When most scores are positive (a common word over a million documents): the rows scoring
     at least the k-th best score, found over all the scores at once — the candidates the
     positive rows would give, without their positions and values copied out (per query at 1M,
-    ~17 MB of temporaries -> ~5). None otherwise: the positive rows are few, or the k-th best is
-    not positive, or NaNs hide it (fewer than k rows reach it)."""
+    ~17 MB of temporaries -> ~5, besides `positive`, the caller's 1 MB mask of scores > 0, read
+    here only to count). None otherwise: the positive rows are few, or the k-th best is not
+    positive, or NaNs hide it (fewer than k rows reach it)."""
     n = len(scores)
-    if n <= k or 2 * np.count_nonzero(scores > 0) <= n:
+    if n <= k or 2 * np.count_nonzero(positive) <= n:
         return None
     kth = np.partition(scores, n - k)[n - k]
     idx = np.flatnonzero(scores >= kth)

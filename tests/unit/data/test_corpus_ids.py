@@ -4,6 +4,7 @@ absent refused, unicode included, ids hashing alike told apart."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from cortex_exp.data import corpus_ids
@@ -25,8 +26,11 @@ def assert_as_list(column: IdColumn, ids: list[str]) -> None:
     backwards = list(range(len(ids)))[::-1]
     assert list(column.taken(backwards)) == [ids[r] for r in backwards] and list(column.taken([])) == []
     assert column.at(backwards + [0, 0]) == [ids[r] for r in backwards + [0, 0]] and column.at([]) == []
-    with pytest.raises(IndexError):
-        column.at([0, -1])
+    as_array = np.array(backwards)  # a ranking's rows
+    assert column.at(as_array) == corpus_ids.ids_at(ids, as_array) == ids[::-1]
+    for wrong in ([0, -1], np.array([-1]), [len(ids)], np.array([len(ids)])):
+        with pytest.raises(IndexError):
+            column.at(wrong)
     assert all(column.row(doc_id) == row and doc_id in column for doc_id, row in rows.items())
     assert all(column.row(doc_id) is None and doc_id not in column for doc_id in ABSENT if doc_id not in rows)
     assert column.row(1) is None and None not in column
