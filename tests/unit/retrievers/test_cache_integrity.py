@@ -169,6 +169,26 @@ def test_a_shard_that_does_not_verify_is_discarded_and_encoded_again(tmp_path, c
     assert again.encoded == 0 and "WARNING" not in capsys.readouterr().err
 
 
+def test_a_shard_being_written_and_other_files_are_neither_read_nor_deleted(tmp_path, capsys):
+    """Another process's write in flight (`.tmp-*.npz`, renamed into place when whole) and files
+    that are not shards stay as they are: read, they would be discarded, and deleted under the
+    writer; and a shard that appears later is picked up by the next lookup."""
+    cold, _ = _encode(tmp_path)
+    [shard] = list(tmp_path.rglob("shard-*.npz"))
+    strangers = [shard.parent / ".tmp-0123.npz", shard.parent / "notes.npz", shard.parent / "shard-x.npy"]
+    for path in strangers:
+        path.write_bytes(b"half a shard")
+    encoder = FakeEncoder()
+    cache = EmbeddingCache(tmp_path, encoder.model_id, "code-1")
+    assert cache.shards() == [shard]
+    assert np.array_equal(CachedEncoder(encoder, cache).encode(TEXTS), cold) and encoder.encoded == 0
+    assert all(path.read_bytes() == b"half a shard" for path in strangers) and "WARNING" not in capsys.readouterr().err
+    other = EmbeddingCache(tmp_path, encoder.model_id, "code-1")
+    other.put([text_key(encoder.model_id, "new text")], np.ones((1, cold.shape[1]), np.float32))
+    found, vectors = cache.lookup([text_key(encoder.model_id, "new text")])
+    assert found.tolist() == [True] and vectors is not None and vectors[0].tolist() == [1.0] * cold.shape[1]
+
+
 def test_a_shard_copied_from_another_model_or_code_does_not_verify(tmp_path, capsys):
     _encode(tmp_path)
     [shard] = list(tmp_path.rglob("shard-*.npz"))
