@@ -101,6 +101,8 @@ class Unknown:
 
 
 def unknown_documents(corpus: Corpus, rankings: list[Ranking]) -> Unknown:
-    """Count results naming documents the corpus file does not know."""
-    unknown = [d for r in rankings for d in r.doc_ids if d not in corpus]
-    return Unknown(sum(len(r.doc_ids) for r in rankings), len(unknown), tuple(sorted(set(unknown))))
+    """Count results naming documents the corpus file does not know. Each document named is looked
+    up once: a run's rankings name the same documents many times."""
+    named = [d for r in rankings for d in r.doc_ids]
+    absent = {d for d in set(named) if d not in corpus}
+    return Unknown(len(named), sum(d in absent for d in named) if absent else 0, tuple(sorted(absent)))
