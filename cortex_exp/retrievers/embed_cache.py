@@ -102,8 +102,11 @@ class EmbeddingCache:
         time (the reference service on the demo, in process: 0.231 -> 0.203 ms)."""
         try:
             names = os.listdir(self.dir)
-        except (FileNotFoundError, NotADirectoryError):  # none yet (as `Path.exists` said before)
+        except FileNotFoundError:  # the folder is made with the first shard: none written yet
             return []
+        except NotADirectoryError as exc:  # a file where the folder (or one above it) should be
+            why = f"embedding cache {self.dir}: {exc.filename} is a file, not a folder"
+            raise ComponentError("dense", why) from exc
         return sorted(name for name in names if name.startswith("shard-") and name.endswith(".npz"))
 
     def refresh(self) -> None:

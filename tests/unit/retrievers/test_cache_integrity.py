@@ -10,6 +10,7 @@ import pytest
 from support.fake_encoder import FakeEncoder
 
 from cortex_exp.data.corpus import Corpus, Document
+from cortex_exp.errors import ComponentError
 from cortex_exp.retrievers.base import Ranking
 from cortex_exp.retrievers.dense import Dense
 from cortex_exp.retrievers.embed_cache import CachedEncoder, EmbeddingCache, text_key
@@ -187,6 +188,18 @@ def test_a_shard_being_written_and_other_files_are_neither_read_nor_deleted(tmp_
     other.put([text_key(encoder.model_id, "new text")], np.ones((1, cold.shape[1]), np.float32))
     found, vectors = cache.lookup([text_key(encoder.model_id, "new text")])
     assert found.tolist() == [True] and vectors is not None and vectors[0].tolist() == [1.0] * cold.shape[1]
+
+
+@pytest.mark.parametrize("where", ["the cache root", "the model's folder"])
+def test_a_file_where_the_cache_folder_should_be_is_an_error_naming_it(tmp_path, where):
+    encoder = FakeEncoder()
+    cache = EmbeddingCache(tmp_path / "root", encoder.model_id, "code-1")
+    blocked = tmp_path / "root" if where == "the cache root" else cache.dir
+    blocked.parent.mkdir(parents=True, exist_ok=True)
+    blocked.write_text("not a folder")
+    with pytest.raises(ComponentError, match=f"embedding cache {cache.dir}: .* is a file, not a folder"):
+        CachedEncoder(encoder, cache).encode(TEXTS)
+    assert blocked.read_text() == "not a folder" and encoder.encoded == 0
 
 
 def test_a_shard_copied_from_another_model_or_code_does_not_verify(tmp_path, capsys):
